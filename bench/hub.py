@@ -1,0 +1,256 @@
+"""Hub benchmarks: API throughput and latency beside the raw store doing the same durable
+writes, watch fan-out, and logical-cluster creation. Every figure comes with its baseline
+from the same run, as a ratio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+from fleetplane.storage.sqlite import SQLiteStore
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    s = sorted(samples)
+    if not s:
+        return {"p50": 0.0, "p99": 0.0}
+    return {"p50": s[len(s) // 2] * 1000, "p99": s[min(len(s) - 1, int(len(s) * 0.99))] * 1000}
+
+
+def payload(i: int) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "labels": {"bench": "yes", "n": str(i % 10)}},
+            "data": {"key": "x" * 200, "index": str(i)}}
+
+
+class HubProcess:
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="fleetplane-bench-"))
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "fleetplane.cli.main", "--log-level", "warning", "start",
+                                      "--data-dir", str(self.dir), "--port", str(self.port)])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                import urllib.request
+
+                ctx = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
+                if urllib.request.urlopen(self.url + "/readyz", context=ctx, timeout=1).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        self.token = (self.dir / "admin.token").read_text().strip()
+        self.ssl = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def session(self, limit: int = 64) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl, limit=limit),
+                                     headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+
+async def _run_concurrent(n: int, concurrency: int, op) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    it = iter(range(n))
+
+    async def worker():
+        for i in it:
+            t0 = time.perf_counter()
+            await op(i)
+            latencies.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return n / (time.perf_counter() - t0), latencies
+
+
+async def raw_store(n: int, concurrency: int) -> dict:
+    d = tempfile.mkdtemp(prefix="fleetplane-raw-")
+    store = SQLiteStore(Path(d) / "raw.db")
+    await store.start()
+    body = [orjson.dumps(payload(i)) for i in range(n)]
+
+    async def create(i: int):
+        await store.create(f"/core/configmaps/root/default/cm-{i}", body[i])
+
+    rate, lat = await _run_concurrent(n, concurrency, create)
+
+    async def get(i: int):
+        await store.get(f"/core/configmaps/root/default/cm-{i}")
+
+    grate, glat = await _run_concurrent(n, concurrency, get)
+    t0 = time.perf_counter()
+    for _ in range(20):
+        await store.range("/core/configmaps/root/default/")
+    lrate = 20 / (time.perf_counter() - t0)
+    await store.close()
+    return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
+
+
+async def api(hub: HubProcess, n: int, concurrency: int) -> dict:
+    base = hub.url + "/api/v1/namespaces/default/configmaps"
+    async with hub.session(concurrency) as s:
+        bodies = [orjson.dumps(payload(i)) for i in range(n)]
+
+        async def create(i: int):
+            async with s.post(base, data=bodies[i]) as r:
+                assert r.status == 201, await r.text()
+                await r.read()
+
+        rate, lat = await _run_concurrent(n, concurrency, create)
+
+        async def get(i: int):
+            async with s.get(f"{base}/cm-{i}") as r:
+                await r.read()
+
+        grate, glat = await _run_concurrent(n, concurrency, get)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            async with s.get(base) as r:
+                await r.read()
+        lrate = 20 / (time.perf_counter() - t0)
+    return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
+
+
+async def paced_writes(hub: HubProcess, rate: int, seconds: float) -> dict:
+    """Open-loop: start a write every 1/rate s whatever the previous did; latency per write."""
+    base = hub.url + "/api/v1/namespaces/kube-public/configmaps"
+    lat: list[float] = []
+    async with hub.session(256) as s:
+        tasks = []
+        interval = 1.0 / rate
+        start = time.perf_counter()
+        n = int(rate * seconds)
+
+        async def one(i: int):
+            t0 = time.perf_counter()
+            async with s.post(base, data=orjson.dumps(payload(100000 + i))) as r:
+                await r.read()
+            lat.append(time.perf_counter() - t0)
+
+        for i in range(n):
+            target = start + i * interval
+            delay = target - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+        achieved = n / (time.perf_counter() - start)
+    return {"target": rate, "achieved": achieved, **percentiles(lat)}
+
+
+async def watch_fanout(hub: HubProcess, watchers: int, events: int) -> dict:
+    """``watchers`` watches on one namespace; the latency from a write's response to each delivery."""
+    base = hub.url + "/api/v1/namespaces/kube-system/configmaps"
+    async with hub.session(watchers + 8) as s:
+        ready = 0
+        delivered: dict[str, list[float]] = {}
+        all_ready = asyncio.Event()
+        done = asyncio.Event()
+        expected = watchers * events
+
+        async def watch():
+            nonlocal ready
+            async with s.get(base + "?watch=true&resourceVersion=" + rv, timeout=aiohttp.ClientTimeout(total=300)) as r:
+                ready += 1
+                if ready == watchers:
+                    all_ready.set()
+                async for line in r.content:
+                    ev = orjson.loads(line)
+                    name = ev["object"]["metadata"]["name"]
+                    delivered.setdefault(name, []).append(time.perf_counter())
+                    if sum(len(v) for v in delivered.values()) >= expected:
+                        done.set()
+                    if len(delivered.get(name, [])) and all(len(v) >= watchers for v in delivered.values()) and len(delivered) >= events:
+                        return
+
+        async with s.get(base) as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
+        await asyncio.wait_for(all_ready.wait(), 60)
+        await asyncio.sleep(0.5)
+        sent: dict[str, float] = {}
+        for i in range(events):
+            name = f"fan-{i}"
+            t0 = time.perf_counter()
+            async with s.post(base, data=orjson.dumps(payload(0) | {"metadata": {"name": name}})) as r:
+                await r.read()
+            sent[name] = t0
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(done.wait(), 120)
+        for t in tasks:
+            t.cancel()
+        lat = [t - sent[name] for name, ts in delivered.items() for t in ts]
+        last = [max(ts) - sent[name] for name, ts in delivered.items()]
+    return {"watchers": watchers, "events": events, **percentiles(lat), "last_p50": statistics.median(last) * 1000}
+
+
+async def clusters(hub: HubProcess, count: int, concurrency: int = 32) -> dict:
+    rss0 = hub.rss_kib()
+    async with hub.session(concurrency) as s:
+
+        async def create(i: int):
+            async with s.get(f"{hub.url}/clusters/bench-{i}/api/v1/namespaces/default") as r:
+                assert r.status == 200, await r.text()
+                await r.read()
+
+        rate, _ = await _run_concurrent(count, concurrency, create)
+    await asyncio.sleep(1)
+    rss1 = hub.rss_kib()
+    return {"count": count, "rate": rate, "rss_per_cluster_kib": (rss1 - rss0) / count}
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {sys.version.split()[0]}"
+
+
+async def run(quick: bool = False) -> dict:
+    n = 1000 if quick else 4000
+    conc = 32
+    results: dict = {"raw": await raw_store(n, conc)}
+    hub = HubProcess()
+    try:
+        results["api"] = await api(hub, n, conc)
+        results["paced"] = await paced_writes(hub, 500, 4 if quick else 10)
+        results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
+        results["clusters"] = await clusters(hub, 1000 if quick else 10000)
+    finally:
+        hub.stop()
+    return results
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(run(quick="--quick" in sys.argv)), indent=2))

@@ -1,0 +1,52 @@
+"""The ``fleetplane`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from ..logs import configure_logging
+
+
+def _start(args: argparse.Namespace) -> int:
+    from ..server.serve import Options, run
+
+    run(Options(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
+                auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])]))))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fleetplane", description="A multi-cluster Kubernetes control plane.")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", default="json", choices=["json", "console"])
+    sub = p.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="run the hub API server")
+    start.add_argument("--data-dir", default=".fleetplane", help="where the database, PKI and kubeconfig live")
+    start.add_argument("--bind", default="127.0.0.1")
+    start.add_argument("--port", type=int, default=6443)
+    start.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS (tests, local tools)")
+    start.add_argument("--no-auth", action="store_true", help="accept requests without the admin token")
+    start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
+                       help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
+    start.set_defaults(func=_start)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clear one-line error rather than a traceback
+        logging.getLogger("fleetplane").debug("command failed", exc_info=True)
+        print(f"fleetplane: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

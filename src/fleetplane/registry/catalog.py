@@ -1,0 +1,123 @@
+"""Which resource types each logical cluster serves: the built-ins plus its own CRDs.
+
+Kept current from the watch cache: a CRD written in one logical cluster (through this
+replica or another) changes that cluster's catalog as soon as the event arrives, and with it
+discovery, OpenAPI and routing. The ``*`` wildcard serves the union over all clusters.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from ..storage.watchcache import WatchEvent
+from . import crd as crds
+from .builtins import builtin_types, logical_cluster_type
+from .types import ResourceType
+
+log = logging.getLogger(__name__)
+
+CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
+ROOT = "root"
+
+GVR = tuple[str, str, str]  # group, version, plural
+
+
+class Catalog:
+    def __init__(self, extra_builtins: Iterable[ResourceType] = ()) -> None:
+        self.builtins: dict[GVR, ResourceType] = {}
+        for rt in [*builtin_types(), *extra_builtins]:
+            self.builtins[(rt.group, rt.version, rt.plural)] = rt
+        self.logical_cluster = logical_cluster_type()
+        #: cluster -> CRD name -> its types
+        self._crds: dict[str, dict[str, list[ResourceType]]] = {}
+        #: cluster -> GVR -> type (CRD types only), rebuilt on change
+        self._index: dict[str, dict[GVR, ResourceType]] = {}
+        self._wildcard: dict[GVR, ResourceType] | None = None
+        #: bumped on every change, per cluster (discovery/OpenAPI caches key on it)
+        self.generation: dict[str, int] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def on_change(self, fn: Callable[[str], None]) -> None:
+        self._listeners.append(fn)
+
+    # -- feeding --------------------------------------------------------------------------
+
+    def load_crd(self, cluster: str, obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        try:
+            types = crds.types_from_crd(obj) if crds.is_established(obj) else []
+        except Exception:  # a CRD that got stored must never break serving the others
+            log.exception("cannot serve CRD %s in %s", name, cluster)
+            types = []
+        bucket = self._crds.setdefault(cluster, {})
+        if types:
+            bucket[name] = types
+        else:
+            bucket.pop(name, None)
+        self._reindex(cluster)
+
+    def drop_crd(self, cluster: str, name: str) -> None:
+        self._crds.get(cluster, {}).pop(name, None)
+        self._reindex(cluster)
+
+    def _reindex(self, cluster: str) -> None:
+        index: dict[GVR, ResourceType] = {}
+        for types in self._crds.get(cluster, {}).values():
+            for rt in types:
+                index[(rt.group, rt.version, rt.plural)] = rt
+        if index:
+            self._index[cluster] = index
+        else:
+            self._index.pop(cluster, None)
+            self._crds.pop(cluster, None)
+        self._wildcard = None
+        self.generation[cluster] = self.generation.get(cluster, 0) + 1
+        self.generation["*"] = self.generation.get("*", 0) + 1
+        for fn in self._listeners:
+            fn(cluster)
+
+    def handle_event(self, ev: WatchEvent) -> None:
+        """Watch cache listener."""
+        if not ev.cur.key.startswith(CRD_PREFIX):
+            return
+        if ev.type == "DELETED":
+            self.drop_crd(ev.cur.cluster, ev.cur.name)
+        else:
+            self.load_crd(ev.cur.cluster, ev.cur.obj)
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def _cluster_index(self, cluster: str) -> dict[GVR, ResourceType]:
+        if cluster != "*":
+            return self._index.get(cluster, {})
+        if self._wildcard is None:
+            merged: dict[GVR, ResourceType] = {}
+            for index in self._index.values():
+                for gvr, rt in index.items():
+                    merged.setdefault(gvr, rt)
+            self._wildcard = merged
+        return self._wildcard
+
+    def lookup(self, cluster: str, group: str, version: str, plural: str) -> ResourceType | None:
+        gvr = (group, version, plural)
+        rt = self.builtins.get(gvr)
+        if rt is not None:
+            return rt
+        if gvr == (self.logical_cluster.group, self.logical_cluster.version, self.logical_cluster.plural) and cluster in (ROOT, "*"):
+            return self.logical_cluster
+        return self._cluster_index(cluster).get(gvr)
+
+    def types(self, cluster: str) -> list[ResourceType]:
+        """Everything served in ``cluster``, built-ins first."""
+        out = list(self.builtins.values())
+        if cluster in (ROOT, "*"):
+            out.append(self.logical_cluster)
+        out.extend(self._cluster_index(cluster).values())
+        return out
+
+    def crd_types(self, cluster: str, crd_name: str) -> list[ResourceType]:
+        return list(self._crds.get(cluster, {}).get(crd_name, []))
+
+    def group_taken(self, cluster: str, group: str) -> bool:
+        return any(rt.group == group for rt in self.builtins.values())

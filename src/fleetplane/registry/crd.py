@@ -1,0 +1,245 @@
+"""CustomResourceDefinitions: their defaulting and validation, their status, and the
+ResourceTypes they define.
+
+kube runs the naming and establishing controllers asynchronously; fleetplane computes the
+same status synchronously when a CRD is written, so a CRD is Established the moment it is
+created and its resources are served in the same revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import FieldError
+from .types import META_FIELDS, PrinterColumn, ResourceType, ScaleSpec, Strategy
+from .validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
+
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def default_crd(obj: dict) -> None:
+    spec = obj.setdefault("spec", {})
+    names = spec.setdefault("names", {})
+    if isinstance(names, dict) and isinstance(names.get("kind"), str):
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+    conv = spec.setdefault("conversion", {"strategy": "None"})
+    if isinstance(conv, dict):
+        conv.setdefault("strategy", "None")
+    for v in spec.get("versions") or []:
+        if isinstance(v, dict) and "subresources" in v and v["subresources"] is None:
+            del v["subresources"]
+
+
+def validate_crd(obj: dict) -> list[FieldError]:
+    from .schema import validate_structural
+
+    errs: list[FieldError] = []
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [e.required("spec")]
+    group = spec.get("group")
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    if not group:
+        errs.append(e.required("spec.group"))
+    elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or "." not in group:
+        errs.append(e.invalid("spec.group", group, "should be a domain with at least one dot"))
+    plural = names.get("plural")
+    if not plural:
+        errs.append(e.required("spec.names.plural"))
+    elif not DNS1123_LABEL.match(str(plural)):
+        errs.append(e.invalid("spec.names.plural", plural, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"))
+    if not names.get("kind"):
+        errs.append(e.required("spec.names.kind"))
+    for f in ("singular",):
+        if names.get(f) and not DNS1123_LABEL.match(str(names[f])):
+            errs.append(e.invalid(f"spec.names.{f}", names[f], "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"))
+    for i, sn in enumerate(names.get("shortNames") or []):
+        if not isinstance(sn, str) or not DNS1123_LABEL.match(sn):
+            errs.append(e.invalid(f"spec.names.shortNames[{i}]", sn, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"))
+    name = (obj.get("metadata") or {}).get("name")
+    if plural and group and name != f"{plural}.{group}":
+        errs.append(e.invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"))
+    scope = spec.get("scope")
+    if scope not in ("Namespaced", "Cluster"):
+        errs.append(e.not_supported("spec.scope", scope, ["Cluster", "Namespaced"]) if scope else e.required("spec.scope"))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        errs.append(e.required("spec.versions", "must have exactly one version marked as storage version"))
+        return errs
+    storage = 0
+    seen: set[str] = set()
+    for i, v in enumerate(versions):
+        p = f"spec.versions[{i}]"
+        if not isinstance(v, dict):
+            errs.append(e.invalid(p, v, "must be an object"))
+            continue
+        vname = v.get("name")
+        if not vname or not DNS1123_LABEL.match(str(vname)):
+            errs.append(e.invalid(f"{p}.name", vname, "a DNS-1035 label is required"))
+        if vname in seen:
+            errs.append(e.duplicate(f"{p}.name", vname))
+        seen.add(vname)
+        if not isinstance(v.get("served"), bool):
+            errs.append(e.required(f"{p}.served"))
+        if not isinstance(v.get("storage"), bool):
+            errs.append(e.required(f"{p}.storage"))
+        elif v["storage"]:
+            storage += 1
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if schema is None:
+            errs.append(e.required(f"{p}.schema.openAPIV3Schema", "schemas are required"))
+        else:
+            errs += validate_structural(schema, f"{p}.schema.openAPIV3Schema")
+        sub = v.get("subresources") or {}
+        scale = sub.get("scale")
+        if scale is not None:
+            for f in ("specReplicasPath", "statusReplicasPath"):
+                if not scale.get(f):
+                    errs.append(e.required(f"{p}.subresources.scale.{f}"))
+                elif not str(scale[f]).startswith("."):
+                    errs.append(e.invalid(f"{p}.subresources.scale.{f}", scale[f], "should be a json path under .spec or .status"))
+    if storage != 1:
+        errs.append(e.invalid("spec.versions", versions if False else f"{storage} storage versions", "must have exactly one version marked as storage version"))
+    return errs
+
+
+def _condition(ctype: str, status: str, reason: str, message: str, now: str, old: list[dict]) -> dict:
+    prev = next((c for c in old if c.get("type") == ctype), None)
+    when = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else now
+    return {"type": ctype, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
+
+
+def compute_status(obj: dict, others: list[dict], now: str) -> dict:
+    """NamesAccepted/Established (and Terminating) as kube's controllers would set them."""
+    spec = obj["spec"]
+    names = spec["names"]
+    old_status = obj.get("status") or {}
+    old_conds = old_status.get("conditions") or []
+    conflict = None
+    for other in others:
+        o_spec = other.get("spec") or {}
+        if o_spec.get("group") != spec["group"] or other["metadata"]["name"] == obj["metadata"]["name"]:
+            continue
+        o_names = (other.get("status") or {}).get("acceptedNames") or o_spec.get("names") or {}
+        if names["plural"] in (o_names.get("plural"), o_names.get("singular")) or names["plural"] in (o_names.get("shortNames") or []):
+            conflict = ("PluralConflict", f'"{names["plural"]}" is already in use')
+        elif names["kind"] == o_names.get("kind"):
+            conflict = ("KindConflict", f'"{names["kind"]}" is already in use')
+        elif names.get("listKind") == o_names.get("listKind"):
+            conflict = ("ListKindConflict", f'"{names.get("listKind")}" is already in use')
+        if conflict:
+            break
+    conds = []
+    if conflict:
+        conds.append(_condition("NamesAccepted", "False", conflict[0], conflict[1], now, old_conds))
+        conds.append(_condition("Established", "False", "NotAccepted", "not all names are accepted", now, old_conds))
+        accepted = old_status.get("acceptedNames") or {"plural": "", "kind": ""}
+    else:
+        conds.append(_condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", now, old_conds))
+        conds.append(_condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted", now, old_conds))
+        accepted = {k: names[k] for k in ("plural", "singular", "shortNames", "kind", "listKind", "categories") if names.get(k)}
+    if obj["metadata"].get("deletionTimestamp"):
+        conds.append(_condition("Terminating", "True", "InstanceDeletionPending",
+                                "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon", now, old_conds))
+    stored = list(old_status.get("storedVersions") or [])
+    storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    if storage_version not in stored:
+        stored.append(storage_version)
+    return {"conditions": conds, "acceptedNames": accepted, "storedVersions": stored}
+
+
+def is_established(obj: dict) -> bool:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Established":
+            return c.get("status") == "True"
+    return False
+
+
+class CustomResourceStrategy(Strategy):
+    """Custom resources: schema pruning, defaulting and validation; status split when enabled."""
+
+    tracks_generation = True
+    allow_unconditional_update = False
+
+    def __init__(self, rt_schema: Any, status_subresource: bool) -> None:
+        self.schema = rt_schema
+        self.status_subresource = status_subresource
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return self.schema.validate(obj) if self.schema is not None else []
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        return self.schema.validate(obj, old) if self.schema is not None else []
+
+    def on_read(self, obj: dict) -> None:
+        if self.schema is not None:
+            self.schema.default(obj)
+
+
+def types_from_crd(obj: dict) -> list[ResourceType]:
+    """One ResourceType per served version of an established CRD."""
+    from .schema import StructuralSchema
+
+    spec = obj["spec"]
+    names = (obj.get("status") or {}).get("acceptedNames") or spec["names"]
+    versions = [v for v in spec["versions"] if v.get("served")]
+    storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    ordered = sorted(versions, key=lambda v: _version_priority(v["name"]))
+    out = []
+    for v in versions:
+        schema_doc = (v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        schema = StructuralSchema(schema_doc)
+        sub = v.get("subresources") or {}
+        scale = sub.get("scale")
+        cols = v.get("additionalPrinterColumns")
+        printer = tuple(
+            PrinterColumn(c["name"], c.get("type", "string"), c["jsonPath"], c.get("description", ""),
+                          c.get("format", ""), int(c.get("priority", 0)))
+            for c in cols
+        ) if cols else None
+        selectable = dict(META_FIELDS)
+        for sf in v.get("selectableFields") or []:
+            selectable[sf["jsonPath"].lstrip(".")] = _json_path_getter(sf["jsonPath"])
+        subresources = tuple(s for s in ("status", "scale") if s in sub)
+        out.append(ResourceType(
+            group=spec["group"], version=v["name"], kind=names["kind"], plural=names["plural"],
+            singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
+            strategy=CustomResourceStrategy(schema, "status" in sub),
+            short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
+            list_kind=names.get("listKind") or names["kind"] + "List", subresources=subresources,
+            scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,
+            storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
+            openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
+            preferred=v is ordered[0],
+            storage_version_hash=hashlib.sha256(f"{spec['group']}/{storage_version}/{names['kind']}".encode()).hexdigest()[:11],
+        ))
+    return out
+
+
+def _json_path_getter(path: str):
+    parts = [p for p in path.lstrip(".").split(".") if p]
+
+    def get(o: dict):
+        cur: Any = o
+        for p in parts:
+            if not isinstance(cur, dict):
+                return None
+            cur = cur.get(p)
+        return cur
+
+    return get
+
+
+def _version_priority(v: str) -> tuple:
+    """Kubernetes version ordering: GA > beta > alpha, higher numbers first, others last by name."""
+    import re
+
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", v)
+    if not m:
+        return (3, 0, 0, v)
+    major, stage, minor = int(m.group(1)), m.group(2), int(m.group(3) or 0)
+    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
+    return (rank, -major, -minor, v)

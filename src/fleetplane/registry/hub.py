@@ -1,0 +1,135 @@
+"""The registry as the HTTP layer sees it: types per logical cluster, the generic store,
+logical clusters that come into being on first use, and the in-process lifecycle controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import StatusError
+from ..storage.interface import Store
+from ..storage.watchcache import WatchCache
+from .builtins import CRDStrategy, cluster_name_error
+from .catalog import CRD_PREFIX, ROOT, Catalog
+from .lifecycle import SYSTEM_MANAGER, Lifecycle
+from .store import Context, GenericStore
+from .types import ResourceType
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CLUSTERS_PREFIX = "/tenancy.fleetplane.io/logicalclusters/root/"
+
+
+class Registry:
+    def __init__(self, storage: Store) -> None:
+        self.storage = storage
+        self.cache = WatchCache(storage)
+        self.catalog = Catalog()
+        self.store = GenericStore(storage, self.cache, self.namespace_state)
+        self.lifecycle = Lifecycle(self)
+        self._creating: dict[str, asyncio.Future] = {}
+        crd_rt = self.catalog.lookup(ROOT, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert crd_rt is not None and isinstance(crd_rt.strategy, CRDStrategy)
+        crd_rt.strategy.crds_in = self.crds_in
+
+    async def start(self) -> None:
+        await self.storage.start()
+        await self.cache.start()
+        crd_cache = self.cache.resource(CRD_PREFIX)
+        for bucket in list(crd_cache.by_cluster.values()):
+            for o in bucket.values():
+                self.catalog.load_crd(o.cluster, o.obj)
+        self.cache.add_listener(self.catalog.handle_event)
+        self.cache.add_listener(self.lifecycle.handle_event)
+        self.lifecycle.start()
+        await self.ensure_cluster(ROOT)
+
+    async def close(self) -> None:
+        await self.lifecycle.close()
+        await self.cache.close()
+        await self.storage.close()
+
+    # -- lookups used by the store and controllers ---------------------------------------
+
+    def namespace_state(self, cluster: str, namespace: str) -> str | None:
+        o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
+        if o is None:
+            return None
+        return "Terminating" if o.obj["metadata"].get("deletionTimestamp") else "Active"
+
+    def crds_in(self, cluster: str) -> list[dict]:
+        return [o.obj for o in self.cache.resource(CRD_PREFIX).objects(cluster, None)]
+
+    def type_for_storage(self, cluster: str, group: str, plural: str) -> ResourceType | None:
+        """The type whose version is the storage version, for a stored key's group/resource."""
+        for rt in self.catalog.types(cluster):
+            if rt.group == group and rt.plural == plural and rt.version == rt.storage_version:
+                return rt
+        for rt in self.catalog.types(cluster):
+            if rt.group == group and rt.plural == plural:
+                return rt
+        return None
+
+    def cluster_exists(self, name: str) -> bool:
+        return self.cache.resource(CLUSTERS_PREFIX).get(CLUSTERS_PREFIX + name) is not None
+
+    def clusters(self) -> list[str]:
+        return sorted(o.name for o in self.cache.resource(CLUSTERS_PREFIX).objects(ROOT, None))
+
+    # -- logical clusters -----------------------------------------------------------------
+
+    async def ensure_cluster(self, name: str) -> None:
+        """Create logical cluster ``name`` (with its default namespaces) if it does not exist."""
+        if self.cluster_exists(name):
+            return
+        why = cluster_name_error(name)
+        if why:
+            raise e.bad_request(f'invalid cluster: "{name}" {why}')
+        pending = self._creating.get(name)
+        if pending is not None:
+            await asyncio.shield(pending)
+            return
+        fut = self._creating[name] = asyncio.get_running_loop().create_future()
+        try:
+            await self.create_cluster(name)
+            fut.set_result(None)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            del self._creating[name]
+
+    async def create_cluster(self, name: str, obj: dict | None = None, ctx: Context | None = None) -> dict:
+        """The LogicalCluster object in root, then the cluster's default namespaces."""
+        ns_rt = self.catalog.lookup(ROOT, "", "v1", "namespaces")
+        assert ns_rt is not None
+        body = obj or {"metadata": {"name": name}}
+        created: dict = {}
+        try:
+            created = await self.store.create(self.catalog.logical_cluster, ctx or Context(ROOT, manager=SYSTEM_MANAGER), body)
+        except StatusError as exc:
+            if exc.reason != "AlreadyExists" or obj is not None:
+                raise
+        if ctx is not None and ctx.dry_run:
+            return created
+        for ns in DEFAULT_NAMESPACES:
+            try:
+                await self.store.create(ns_rt, Context(name, manager=SYSTEM_MANAGER), {"metadata": {"name": ns}})
+            except StatusError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+        return created
+
+    async def finalize_namespace(self, cluster: str, namespace: str) -> None:
+        ns_rt = self.catalog.lookup(ROOT, "", "v1", "namespaces")
+        assert ns_rt is not None
+
+        def mutate(obj: dict) -> dict:
+            obj["spec"] = {"finalizers": []}
+            return obj
+
+        await self.store.guaranteed_update(ns_rt, Context(cluster, manager=SYSTEM_MANAGER), namespace, mutate, subresource="finalize")

@@ -1,0 +1,272 @@
+"""The hub's own API-machinery controllers (none of them touches workloads).
+
+kube-controller-manager and apiextensions-apiserver run these beside kube-apiserver; the hub
+runs them in-process, fed by the watch cache:
+
+* namespace lifecycle: a Terminating namespace's contents are deleted, then the namespace;
+* CRD cleanup: a deleted CRD's custom resources are deleted, then the CRD;
+* logical cluster teardown: everything stored under a deleted logical cluster goes;
+* garbage collection by ownerReferences, with Background, Foreground and Orphan semantics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..apimachinery.errors import StatusError
+from ..storage.keys import split_key
+from ..storage.watchcache import CachedObject, WatchEvent
+from .builtins import LOGICAL_CLUSTER_FINALIZER
+from .crd import CLEANUP_FINALIZER
+from .store import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Context
+
+if TYPE_CHECKING:
+    from .hub import Registry
+
+log = logging.getLogger(__name__)
+
+NAMESPACE_PREFIX = "/core/namespaces/"
+CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
+CLUSTER_PREFIX = "/tenancy.fleetplane.io/logicalclusters/"
+SYSTEM_MANAGER = "fleetplane-controller-manager"
+
+
+class Lifecycle:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._pending: set[tuple[str, str]] = set()
+        #: (cluster, owner uid) -> keys of dependents
+        self.dependents: dict[tuple[str, str], set[str]] = defaultdict(set)
+        #: (cluster, uid) -> key, to tell whether an owner exists
+        self.uids: dict[tuple[str, str], str] = {}
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        for rc in list(self.registry.cache.resources.values()):
+            for bucket in list(rc.by_cluster.values()):
+                for o in list(bucket.values()):
+                    self._index(o, None)
+                    self._check(o)
+        self._task = asyncio.create_task(self._run(), name="lifecycle")
+
+    async def close(self) -> None:
+        if self._task:
+            self._task.cancel()
+
+    # -- feeding --------------------------------------------------------------------------
+
+    def handle_event(self, ev: WatchEvent) -> None:
+        o = ev.cur
+        if ev.type == "DELETED":
+            self.uids.pop((o.cluster, o.obj["metadata"].get("uid", "")), None)
+            self._unindex(o)
+            uid = o.obj["metadata"].get("uid", "")
+            if self.dependents.get((o.cluster, uid)):
+                self._enqueue("owner-gone", f"{o.cluster}|{uid}")
+            # a dependent went: owners waiting in foreground may be done
+            for ref in o.obj["metadata"].get("ownerReferences") or []:
+                owner_key = self.uids.get((o.cluster, ref.get("uid", "")))
+                if owner_key:
+                    self._enqueue("finalize", owner_key)
+            if o.namespace:
+                self._enqueue("namespace", f"{o.cluster}|{o.namespace}")
+            return
+        self._index(o, ev.prev)
+        self._check(o)
+
+    def _index(self, o: CachedObject, prev: CachedObject | None) -> None:
+        meta = o.obj["metadata"]
+        self.uids[(o.cluster, meta.get("uid", ""))] = o.key
+        if prev is not None:
+            self._unindex(prev)
+        refs = meta.get("ownerReferences") or []
+        for ref in refs:
+            self.dependents[(o.cluster, ref.get("uid", ""))].add(o.key)
+        if refs and not any((o.cluster, r.get("uid", "")) in self.uids for r in refs):
+            self._enqueue("dangling", o.key)
+
+    def _unindex(self, o: CachedObject) -> None:
+        for ref in o.obj["metadata"].get("ownerReferences") or []:
+            deps = self.dependents.get((o.cluster, ref.get("uid", "")))
+            if deps is not None:
+                deps.discard(o.key)
+                if not deps:
+                    del self.dependents[(o.cluster, ref.get("uid", ""))]
+
+    def _check(self, o: CachedObject) -> None:
+        meta = o.obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            return
+        if o.key.startswith(NAMESPACE_PREFIX):
+            self._enqueue("namespace", f"{o.cluster}|{o.name}")
+        fins = meta.get("finalizers") or []
+        if any(f in fins for f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER, CLEANUP_FINALIZER, LOGICAL_CLUSTER_FINALIZER)):
+            self._enqueue("finalize", o.key)
+
+    def _enqueue(self, kind: str, arg: str) -> None:
+        item = (kind, arg)
+        if item not in self._pending:
+            self._pending.add(item)
+            self.queue.put_nowait(item)
+
+    async def _run(self) -> None:
+        while True:
+            item = await self.queue.get()
+            self._pending.discard(item)
+            try:
+                await getattr(self, "_do_" + item[0].replace("-", "_"))(item[1])
+            except asyncio.CancelledError:
+                raise
+            except StatusError as exc:
+                if exc.code not in (404, 409):
+                    log.warning("lifecycle %s %s: %s", item[0], item[1], exc)
+                if exc.code == 409:
+                    self._retry_later(item)
+            except Exception:
+                log.exception("lifecycle %s %s failed", *item)
+                self._retry_later(item)
+
+    def _retry_later(self, item: tuple[str, str]) -> None:
+        asyncio.get_running_loop().call_later(0.2, self._enqueue, *item)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _cached(self, key: str) -> CachedObject | None:
+        return self.registry.cache.resource(key).get(key)
+
+    def _type_for(self, key: str):
+        group, plural, cluster, _, _ = split_key(key)
+        return self.registry.type_for_storage(cluster, group, plural)
+
+    async def _delete(self, key: str, policy: str = "Background") -> None:
+        rt = self._type_for(key)
+        if rt is None:
+            await self.registry.store.system_delete(key)
+            return
+        _, _, cluster, namespace, name = split_key(key)
+        try:
+            await self.registry.store.delete(rt, Context(cluster, namespace, SYSTEM_MANAGER), name, {"propagationPolicy": policy})
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    async def _remove_finalizer(self, key: str, finalizer: str) -> None:
+        rt = self._type_for(key)
+        if rt is None:
+            return
+        _, _, cluster, namespace, name = split_key(key)
+
+        def mutate(obj: dict) -> dict:
+            obj["metadata"]["finalizers"] = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
+            return obj
+
+        await self.registry.store.guaranteed_update(rt, Context(cluster, namespace, SYSTEM_MANAGER), name, mutate)
+
+    # -- work -----------------------------------------------------------------------------
+
+    async def _do_namespace(self, arg: str) -> None:
+        cluster, ns = arg.split("|", 1)
+        key = f"{NAMESPACE_PREFIX}{cluster}/{ns}"
+        o = self._cached(key)
+        if o is None or not o.obj["metadata"].get("deletionTimestamp"):
+            return
+        remaining = 0
+        for rc in list(self.registry.cache.resources.values()):
+            for c in list(rc.objects(cluster, ns)):
+                remaining += 1
+                if not c.obj["metadata"].get("deletionTimestamp"):
+                    await self._delete(c.key)
+        if remaining:
+            return  # each deletion's event brings us back here
+        await self.registry.finalize_namespace(cluster, ns)
+
+    async def _do_finalize(self, key: str) -> None:
+        o = self._cached(key)
+        if o is None or not o.obj["metadata"].get("deletionTimestamp"):
+            return
+        fins = o.obj["metadata"].get("finalizers") or []
+        uid = o.obj["metadata"].get("uid", "")
+        deps = sorted(self.dependents.get((o.cluster, uid), ()))
+        if ORPHAN_FINALIZER in fins:
+            for dkey in deps:
+                await self._strip_owner(dkey, uid)
+            await self._remove_finalizer(key, ORPHAN_FINALIZER)
+            return
+        if FOREGROUND_FINALIZER in fins:
+            blocking = 0
+            for dkey in deps:
+                d = self._cached(dkey)
+                if d is None:
+                    continue
+                refs = [r for r in d.obj["metadata"].get("ownerReferences") or [] if r.get("uid") == uid]
+                if any(r.get("blockOwnerDeletion") for r in refs):
+                    blocking += 1
+                if not d.obj["metadata"].get("deletionTimestamp"):
+                    await self._delete(dkey, "Foreground")
+            if not blocking:
+                await self._remove_finalizer(key, FOREGROUND_FINALIZER)
+            return
+        if CLEANUP_FINALIZER in fins and key.startswith(CRD_PREFIX):
+            await self._cleanup_crd(o)
+            return
+        if LOGICAL_CLUSTER_FINALIZER in fins and key.startswith(CLUSTER_PREFIX):
+            await self._teardown_cluster(o)
+
+    async def _strip_owner(self, dkey: str, uid: str) -> None:
+        rt = self._type_for(dkey)
+        if rt is None:
+            return
+        _, _, cluster, namespace, name = split_key(dkey)
+
+        def mutate(obj: dict) -> dict:
+            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+            if refs:
+                obj["metadata"]["ownerReferences"] = refs
+            else:
+                obj["metadata"].pop("ownerReferences", None)
+            return obj
+
+        try:
+            await self.registry.store.guaranteed_update(rt, Context(cluster, namespace, SYSTEM_MANAGER), name, mutate)
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    async def _do_owner_gone(self, arg: str) -> None:
+        cluster, uid = arg.split("|", 1)
+        if (cluster, uid) in self.uids:
+            return
+        for dkey in sorted(self.dependents.get((cluster, uid), ())):
+            await self._collect_if_orphaned(dkey)
+
+    async def _do_dangling(self, key: str) -> None:
+        await self._collect_if_orphaned(key)
+
+    async def _collect_if_orphaned(self, dkey: str) -> None:
+        """Delete a dependent once none of its owners exists (kube's GC rule)."""
+        d = self._cached(dkey)
+        if d is None or d.obj["metadata"].get("deletionTimestamp"):
+            return
+        refs = d.obj["metadata"].get("ownerReferences") or []
+        if refs and all((d.cluster, r.get("uid", "")) not in self.uids for r in refs):
+            await self._delete(dkey)
+
+    async def _cleanup_crd(self, o: CachedObject) -> None:
+        spec = o.obj.get("spec") or {}
+        prefix = f"/{spec.get('group')}/{(spec.get('names') or {}).get('plural')}/"
+        rc = self.registry.cache.resources.get(prefix)
+        left = list(rc.objects(o.cluster, None)) if rc else []
+        for c in left:
+            await self.registry.store.system_delete(c.key)
+        await self._remove_finalizer(o.key, CLEANUP_FINALIZER)
+
+    async def _teardown_cluster(self, o: CachedObject) -> None:
+        name = o.name
+        for rc in list(self.registry.cache.resources.values()):
+            for c in list(rc.objects(name, None)):
+                await self.registry.store.system_delete(c.key)
+        await self._remove_finalizer(o.key, LOGICAL_CLUSTER_FINALIZER)

@@ -1,0 +1,693 @@
+"""The three PATCH content types kube-apiserver accepts, applied to plain JSON objects.
+
+* ``application/json-patch+json``: RFC 6902 (:func:`apply_json_patch`, via ``jsonpatch``).
+* ``application/merge-patch+json``: RFC 7386 (:func:`apply_merge_patch`).
+* ``application/strategic-merge-patch+json``: Kubernetes strategic merge patch
+  (:func:`apply_strategic_merge_patch`), following
+  ``k8s.io/apimachinery/pkg/util/strategicpatch`` on the server side
+  (``StrategicMergeMapPatch``): merge patch, except that lists whose field is tagged
+  ``patchStrategy:"merge"`` are merged (by ``patchMergeKey`` for lists of objects), plus the
+  directives ``$patch``, ``$retainKeys``, ``$deleteFromPrimitiveList/<f>`` and
+  ``$setElementOrder/<f>``.
+
+Go structs carry the patch strategy in field tags; here :class:`PatchMeta` carries it as a small
+tree keyed by field name, and :data:`BUILTIN_PATCH_META` describes the built-in kinds we serve.
+
+All functions are pure: they never mutate their inputs and return new objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+
+from fleetplane.apimachinery.errors import StatusError, bad_request, too_large, unprocessable
+
+__all__ = [
+    "BUILTIN_PATCH_META",
+    "EMPTY_PATCH_META",
+    "MAX_JSON_PATCH_OPERATIONS",
+    "OBJECT_META_PATCH_META",
+    "POD_SPEC_PATCH_META",
+    "POD_TEMPLATE_PATCH_META",
+    "PatchMeta",
+    "apply_json_patch",
+    "apply_merge_patch",
+    "apply_strategic_merge_patch",
+    "merge_patch_meta",
+    "patch_meta_for",
+]
+
+# kube-apiserver refuses JSON patches with more operations than this (maxJSONPatchOperations).
+MAX_JSON_PATCH_OPERATIONS = 10000
+
+
+# --------------------------------------------------------------------------------------------
+# Patch metadata
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PatchMeta:
+    """How one field patches, and (through ``fields``) how its children patch.
+
+    * ``strategy``: ``"merge"`` for a list merged instead of replaced (Go tag
+      ``patchStrategy:"merge"``); ``"replace"`` for a map replaced as a whole; ``""`` otherwise
+      (maps merge recursively, lists are replaced).
+    * ``key``: the ``patchMergeKey`` of a merged list of objects (``""`` for a list of scalars,
+      which then merges as an ordered set).
+    * ``retain_keys``: the field also has the ``retainKeys`` strategy. Informational: the
+      ``$retainKeys`` directive is honoured wherever a patch sends it, as kube does.
+    * ``fields``: children by field name. For an object they describe its fields; for a list of
+      objects they describe the fields of each element (``containers`` -> ``env``, ...).
+    * ``list_type`` / ``list_keys``: the server-side-apply view (``x-kubernetes-list-type`` /
+      ``x-kubernetes-list-map-keys``) when it differs from what the patch strategy implies, e.g.
+      container ports merge by ``containerPort`` but are keyed by ``containerPort,protocol``
+      for apply. Empty means "derive it": merge+key -> map by key, merge -> set, else atomic.
+    """
+
+    strategy: str = ""
+    key: str = ""
+    retain_keys: bool = False
+    fields: dict[str, PatchMeta] = field(default_factory=dict)
+    list_type: str = ""
+    list_keys: tuple[str, ...] = ()
+
+    def child(self, name: str) -> PatchMeta:
+        """The meta of field ``name`` (of this object, or of each element of this list)."""
+        return self.fields.get(name, EMPTY_PATCH_META)
+
+    def at(self, *path: str) -> PatchMeta:
+        """The meta at a path of field names (list elements are not part of the path)."""
+        node = self
+        for name in path:
+            node = node.child(name)
+        return node
+
+
+EMPTY_PATCH_META = PatchMeta()
+
+
+def merge_patch_meta(a: PatchMeta, b: PatchMeta) -> PatchMeta:
+    """Combine two metas; ``b`` wins on scalar settings, children are merged recursively."""
+    fields = dict(a.fields)
+    for name, child in b.fields.items():
+        fields[name] = merge_patch_meta(fields[name], child) if name in fields else child
+    return PatchMeta(
+        strategy=b.strategy or a.strategy,
+        key=b.key or a.key,
+        retain_keys=a.retain_keys or b.retain_keys,
+        fields=fields,
+        list_type=b.list_type or a.list_type,
+        list_keys=b.list_keys or a.list_keys,
+    )
+
+
+def _merge_list(key: str = "", fields: dict[str, PatchMeta] | None = None, **kw: Any) -> PatchMeta:
+    return PatchMeta(strategy="merge", key=key, fields=fields or {}, **kw)
+
+
+def _obj(**fields: PatchMeta) -> PatchMeta:
+    return PatchMeta(fields=fields)
+
+
+_ATOMIC = PatchMeta(list_type="atomic")
+
+# ObjectMeta: the part every kind shares.
+OBJECT_META_PATCH_META = _obj(
+    finalizers=_merge_list(list_type="set"),
+    ownerReferences=_merge_list("uid", list_type="map", list_keys=("uid",)),
+)
+
+_CONTAINER_FIELDS = {
+    "ports": _merge_list("containerPort", list_type="map", list_keys=("containerPort", "protocol")),
+    "env": _merge_list("name"),
+    "envFrom": _ATOMIC,
+    "volumeMounts": _merge_list("mountPath"),
+    "volumeDevices": _merge_list("devicePath"),
+    "resizePolicy": _ATOMIC,
+    "command": _ATOMIC,
+    "args": _ATOMIC,
+}
+
+POD_SPEC_PATCH_META = _obj(
+    containers=_merge_list("name", _CONTAINER_FIELDS),
+    initContainers=_merge_list("name", _CONTAINER_FIELDS),
+    ephemeralContainers=_merge_list("name", _CONTAINER_FIELDS),
+    volumes=_merge_list("name", retain_keys=True),
+    imagePullSecrets=_merge_list("name"),
+    tolerations=_ATOMIC,
+    hostAliases=_merge_list("ip"),
+    readinessGates=_ATOMIC,
+    schedulingGates=_merge_list("name"),
+    resourceClaims=_merge_list("name", retain_keys=True),
+    topologySpreadConstraints=_merge_list(
+        "topologyKey", list_type="map", list_keys=("topologyKey", "whenUnsatisfiable")
+    ),
+)
+
+POD_TEMPLATE_PATCH_META = _obj(metadata=OBJECT_META_PATCH_META, spec=POD_SPEC_PATCH_META)
+
+_CONDITIONS = _merge_list("type")
+
+
+def _kind_meta(**top: PatchMeta) -> PatchMeta:
+    return merge_patch_meta(_obj(metadata=OBJECT_META_PATCH_META), _obj(**top))
+
+
+BUILTIN_PATCH_META: dict[str, PatchMeta] = {
+    "/Pod": _kind_meta(
+        spec=POD_SPEC_PATCH_META,
+        status=_obj(
+            conditions=_CONDITIONS,
+            podIPs=_merge_list("ip"),
+            hostIPs=_merge_list("ip"),
+            containerStatuses=_ATOMIC,
+            initContainerStatuses=_ATOMIC,
+        ),
+    ),
+    "/PodTemplate": _kind_meta(template=POD_TEMPLATE_PATCH_META),
+    "/ReplicationController": _kind_meta(
+        spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)
+    ),
+    "/Service": _kind_meta(
+        spec=_obj(ports=_merge_list("port", list_type="map", list_keys=("port", "protocol"))),
+        status=_obj(conditions=_merge_list("type")),
+    ),
+    "/Node": _kind_meta(
+        spec=_obj(taints=_ATOMIC),
+        status=_obj(conditions=_CONDITIONS, addresses=_merge_list("type", list_type="atomic")),
+    ),
+    "/Namespace": _kind_meta(status=_obj(conditions=_CONDITIONS)),
+    "apps/Deployment": _kind_meta(
+        spec=_obj(template=POD_TEMPLATE_PATCH_META, strategy=PatchMeta(retain_keys=True)),
+        status=_obj(conditions=_CONDITIONS),
+    ),
+    "apps/ReplicaSet": _kind_meta(
+        spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)
+    ),
+    "apps/StatefulSet": _kind_meta(
+        spec=_obj(template=POD_TEMPLATE_PATCH_META, volumeClaimTemplates=_ATOMIC),
+        status=_obj(conditions=_CONDITIONS),
+    ),
+    "apps/DaemonSet": _kind_meta(
+        spec=_obj(template=POD_TEMPLATE_PATCH_META, updateStrategy=PatchMeta(retain_keys=True)),
+        status=_obj(conditions=_CONDITIONS),
+    ),
+    "batch/Job": _kind_meta(spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)),
+    "batch/CronJob": _kind_meta(
+        spec=_obj(
+            jobTemplate=_obj(metadata=OBJECT_META_PATCH_META, spec=_obj(template=POD_TEMPLATE_PATCH_META))
+        )
+    ),
+}
+
+_METADATA_ONLY = _kind_meta()
+
+
+def patch_meta_for(group: str, kind: str) -> PatchMeta:
+    """The patch meta of ``group``/``kind``; unknown kinds get the common ``metadata`` part only."""
+    return BUILTIN_PATCH_META.get(f"{group}/{kind}", _METADATA_ONLY)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _go_type(v: Any) -> str:
+    """The JSON type name Go's encoding/json uses in its unmarshal errors."""
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    return "null"
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1`` (Python says it is), ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return a == b
+
+
+def _hkey(v: Any) -> str:
+    """A hashable identity for a JSON value (list elements, merge-key values)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+
+def _go_repr(v: Any) -> str:
+    """Roughly how Go's ``%v`` prints a decoded JSON value, for error messages."""
+    if isinstance(v, dict):
+        return "map[" + " ".join(f"{k}:{_go_repr(v[k])}" for k in sorted(v)) + "]"
+    if isinstance(v, list):
+        return "[" + " ".join(_go_repr(x) for x in v) + "]"
+    if v is None:
+        return "<nil>"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+# --------------------------------------------------------------------------------------------
+# RFC 6902 JSON patch
+# --------------------------------------------------------------------------------------------
+
+
+def apply_json_patch(doc: dict, patch: Any) -> dict:
+    """Apply an RFC 6902 JSON patch (already parsed from JSON) to ``doc``.
+
+    Like kube-apiserver: a document that is not a list of objects is a 400; more than
+    10,000 operations is a 413; an operation that cannot be applied (failed ``test``, missing
+    path, unknown op) is a 422 with kube's generic message.
+    """
+    if not isinstance(patch, list):
+        raise bad_request(f"json: cannot unmarshal {_go_type(patch)} into Go value of type jsonpatch.Patch")
+    for op in patch:
+        if not isinstance(op, dict):
+            raise bad_request(
+                f"json: cannot unmarshal {_go_type(op)} into Go value of type jsonpatch.Operation"
+            )
+    if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+        raise too_large(
+            f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}"
+        )
+    try:
+        result = jsonpatch.JsonPatch(patch).apply(doc, in_place=False)
+    except (
+        jsonpatch.JsonPatchException,
+        jsonpatch.JsonPointerException,  # re-exported from jsonpointer
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        AttributeError,
+    ) as exc:
+        raise _unprocessable_because(str(exc)) from exc
+    if not isinstance(result, dict):
+        raise _unprocessable_because("the patched document is not a JSON object")
+    return result
+
+
+def _unprocessable_because(reason: str) -> StatusError:
+    """kube's generic 422: NewGenericServerResponse drops the reason, and so do we (kubectl
+    prints causes, and kube's exact output is what users and Kopf expect)."""
+    del reason
+    return unprocessable()
+
+
+# --------------------------------------------------------------------------------------------
+# RFC 7386 JSON merge patch
+# --------------------------------------------------------------------------------------------
+
+
+def apply_merge_patch(doc: dict, patch: Any) -> dict:
+    """Apply an RFC 7386 merge patch: objects merge recursively, ``null`` deletes, anything
+    else (arrays included) replaces. The top level must be an object (400 otherwise)."""
+    if patch is None:
+        raise bad_request("Invalid JSON Patch")
+    if not isinstance(patch, dict):
+        raise bad_request(
+            f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
+        )
+    return _json_merge(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch)
+
+
+def _json_merge(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = target if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _json_merge(out.get(k), v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Strategic merge patch
+# --------------------------------------------------------------------------------------------
+
+_DIRECTIVE = "$patch"
+_RETAIN_KEYS = "$retainKeys"
+_DELETE_FROM_PRIMITIVE = "$deleteFromPrimitiveList"
+_SET_ELEMENT_ORDER = "$setElementOrder"
+
+# mergepatch's error texts: these are malformed patches (BadRequest in kube).
+_ERR_PRIMITIVE = "invalid patch format of primitive list"
+_ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
+_ERR_SET_ORDER = "invalid patch format of setElementOrder list"
+
+
+class _Deleted:
+    """Result of a ``$patch: delete`` map: the caller decides what that means."""
+
+
+_DELETED = _Deleted()
+
+
+def _cannot_apply(message: str) -> StatusError:
+    """A well-formed patch that does not fit the document (kube: a plain error from
+    strategicpatch); 422 with the strategicpatch message."""
+    return StatusError(422, "Invalid", message)
+
+
+def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta | None = None) -> dict:
+    """Apply a Kubernetes strategic merge patch to ``doc`` using ``meta`` for list strategies.
+
+    ``meta`` defaults to the metadata-only meta (``patch_meta_for("", "")``).
+    """
+    if not isinstance(patch, dict):
+        raise bad_request(
+            f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
+        )
+    original = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+    result = _smp_map(original, copy.deepcopy(patch), meta or _METADATA_ONLY)
+    return {} if result is _DELETED else result
+
+
+def _directive_target(key: str, prefix: str, error: str) -> str:
+    head, sep, tail = key.partition("/")
+    if not sep or head != prefix:
+        raise bad_request(error)
+    return tail
+
+
+def _smp_map(original: dict, patch: dict, meta: PatchMeta) -> dict | _Deleted:
+    """Merge ``patch`` into ``original`` (both owned by us, mutated in place)."""
+    if _DIRECTIVE in patch:
+        directive = patch.pop(_DIRECTIVE)
+        if directive == "replace":
+            # Replace the whole map by the rest of the patch (directives inside still apply).
+            return _smp_map({}, patch, meta)
+        if directive == "delete":
+            return _DELETED
+        if directive != "merge":  # "merge" is the default behaviour: accept it and go on
+            raise bad_request(f"unknown patch type: {_go_repr(directive)} in map: {_go_repr(patch)}")
+
+    _apply_retain_keys(original, patch)
+    _apply_set_element_order(original, patch, meta)
+
+    for key, value in patch.items():
+        if key.startswith(_DELETE_FROM_PRIMITIVE):
+            name = _directive_target(key, _DELETE_FROM_PRIMITIVE, _ERR_PRIMITIVE)
+            if not isinstance(value, list):
+                raise bad_request(_ERR_PRIMITIVE)
+            current = original.get(name)
+            if isinstance(current, list):
+                doomed = {_hkey(v) for v in value}
+                original[name] = [v for v in current if _hkey(v) not in doomed]
+            continue
+        if value is None:
+            original.pop(key, None)
+            continue
+        child = meta.child(key)
+        if key not in original:
+            fresh = _smp_fresh(value, child)
+            if fresh is not _DELETED:
+                original[key] = fresh
+            continue
+        current = original[key]
+        if isinstance(current, dict) and isinstance(value, dict):
+            if child.strategy == "replace":
+                merged = _smp_fresh(value, child)
+            else:
+                merged = _smp_map(current, value, child)
+            # kube leaves an empty map behind when an existing map is deleted
+            original[key] = {} if merged is _DELETED else merged
+        elif isinstance(current, list) and isinstance(value, list):
+            if child.strategy == "merge":
+                original[key] = _smp_list(current, value, child)
+            else:
+                original[key] = value
+        else:
+            fresh = _smp_fresh(value, child)
+            if fresh is _DELETED:
+                original.pop(key, None)
+            else:
+                original[key] = fresh
+    return original
+
+
+def _smp_fresh(value: Any, meta: PatchMeta) -> Any:
+    """A patch value with nothing to merge into: apply it to an empty value, so that nulls
+    and directives inside do not leak into the object."""
+    if isinstance(value, dict):
+        return _smp_map({}, value, meta)
+    if isinstance(value, list) and meta.strategy == "merge":
+        return _smp_list([], value, meta)
+    return value
+
+
+def _apply_retain_keys(original: dict, patch: dict) -> None:
+    """``$retainKeys: [a, b]``: drop every field of ``original`` not listed."""
+    if _RETAIN_KEYS not in patch:
+        return
+    retain = patch.pop(_RETAIN_KEYS)
+    if not isinstance(retain, list):
+        raise bad_request(_ERR_RETAIN_KEYS)
+    allowed = {k for k in retain if isinstance(k, str)}
+    for key, value in patch.items():
+        if value is None or key.startswith((_DELETE_FROM_PRIMITIVE, _SET_ELEMENT_ORDER)):
+            continue
+        if key not in allowed:
+            raise bad_request(_ERR_RETAIN_KEYS)
+    for key in list(original):
+        if key not in allowed:
+            del original[key]
+
+
+def _item_key(item: Any, merge_key: str) -> str:
+    """Identity of a list element: its merge-key value for lists of maps, itself otherwise."""
+    if merge_key:
+        if not isinstance(item, dict):
+            raise _cannot_apply(f"expected a map, but received a {_go_type(item)}")
+        return _hkey(item.get(merge_key))
+    return _hkey(item)
+
+
+def _apply_set_element_order(original: dict, patch: dict, meta: PatchMeta) -> None:
+    """``$setElementOrder/<f>``: merge list ``f`` and put its elements in the given order.
+
+    Precedence, as in kube: the directive's order, then the patch's, then the live order.
+    The patch list for ``f`` is consumed here so the main loop does not merge it twice.
+    """
+    for key in [k for k in patch if k.startswith(_SET_ELEMENT_ORDER)]:
+        order = patch.pop(key)
+        name = _directive_target(key, _SET_ELEMENT_ORDER, _ERR_SET_ORDER)
+        if not isinstance(order, list):
+            raise bad_request(_ERR_SET_ORDER)
+        child = meta.child(name)
+        merge_key = child.key
+        found_original = isinstance(original.get(name), list)
+        patch_list = patch.get(name)
+        if patch_list is not None and not isinstance(patch_list, list):
+            raise _cannot_apply(f"expected a slice, but received a {_go_type(patch_list)}")
+        found_patch = patch_list is not None
+        if merge_key:
+            for item in order:
+                if not isinstance(item, dict) or merge_key not in item:
+                    raise _cannot_apply(
+                        f"map: {_go_repr(item)} does not contain declared merge key: {merge_key}"
+                    )
+        if found_patch:
+            _validate_patch_order(patch_list, order, merge_key)
+
+        if found_original and found_patch:
+            if child.strategy == "merge":
+                merged = _smp_list(original[name], patch_list, child)
+            else:
+                merged = patch_list
+        elif found_patch:
+            merged = _smp_fresh(patch_list, child)
+        elif found_original:
+            merged = original[name]
+        else:
+            continue
+        server_order = original[name] if found_original else []
+        order_keys = [_item_key(i, merge_key) for i in order]
+        in_order = [m for m in merged if _item_key(m, merge_key) in order_keys]
+        server_only = [m for m in merged if _item_key(m, merge_key) not in order_keys]
+        in_order.sort(key=lambda m: order_keys.index(_item_key(m, merge_key)))
+        server_only = _sort_by(server_only, server_order, merge_key)
+        original[name] = _interleave(server_only, in_order, server_order, merge_key)
+        patch.pop(name, None)
+
+
+def _validate_patch_order(patch_list: list, order: list, merge_key: str) -> None:
+    """Every (non-directive) patch element must appear in ``$setElementOrder``, in that order."""
+    if not patch_list or not order:
+        return
+    items = [i for i in patch_list if not (isinstance(i, dict) and _DIRECTIVE in i)]
+    pi = si = 0
+    while pi < len(items) and si < len(order):
+        if merge_key and not isinstance(items[pi], dict):
+            raise _cannot_apply(f"expected a map, but received a {_go_type(items[pi])}")
+        if _item_key(items[pi], merge_key) == _item_key(order[si], merge_key):
+            pi += 1
+        si += 1
+    if pi < len(items):
+        raise _cannot_apply(
+            f"The order in patch list:\n{_go_repr(patch_list)}\n doesn't match "
+            f"{_SET_ELEMENT_ORDER} list:\n{_go_repr(order)}\n"
+        )
+
+
+def _sort_by(items: list, reference: list, merge_key: str) -> list:
+    """Stable-sort ``items`` by their position in ``reference`` (unknown ones last)."""
+    ref = [_item_key(r, merge_key) for r in reference]
+
+    def pos(item: Any) -> int:
+        k = _item_key(item, merge_key)
+        return ref.index(k) if k in ref else len(ref)
+
+    return sorted(items, key=pos)
+
+
+def _interleave(server_only: list, from_patch: list, server_order: list, merge_key: str) -> list:
+    """kube's mergeSortedSlice: keep the relative order of both lists; a server-only item goes
+    before a patch item only when the live list had it before that item. So new items that
+    the live list never had come first, ahead of the remaining server-only items."""
+    ref = {}
+    for i, r in enumerate(server_order):
+        ref.setdefault(_item_key(r, merge_key), i)
+    out: list = []
+    i = j = 0
+    while i < len(server_only) or j < len(from_patch):
+        if i >= len(server_only):
+            out.append(from_patch[j])
+            j += 1
+        elif j >= len(from_patch):
+            out.append(server_only[i])
+            i += 1
+        else:
+            li = ref.get(_item_key(server_only[i], merge_key))
+            ri = ref.get(_item_key(from_patch[j], merge_key))
+            if li is not None and ri is not None and li < ri:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(from_patch[j])
+                j += 1
+    return out
+
+
+def _smp_list(original: list, patch: list, meta: PatchMeta) -> list:
+    """Merge two lists of a field with ``patchStrategy: merge``."""
+    if not original and not patch:
+        return original
+    for item in (*original, *patch):
+        if isinstance(item, list):
+            raise _cannot_apply("lists of lists are not supported")
+    if meta.key:
+        return _smp_list_of_maps(original, patch, meta)
+    return _smp_list_of_scalars(original, patch)
+
+
+def _smp_list_of_scalars(original: list, patch: list) -> list:
+    """Ordered union. ``{"$patch": "replace"}`` as an element replaces the list (an extension:
+    kube rejects maps in a list of scalars; its clients send $deleteFromPrimitiveList)."""
+    replace = False
+    items = []
+    for item in patch:
+        if isinstance(item, dict):
+            directive = item.get(_DIRECTIVE)
+            if directive == "replace":
+                replace = True
+            elif directive != "merge":
+                raise _cannot_apply("cannot merge lists without merge key for type map")
+            continue
+        items.append(item)
+    for item in original:
+        if isinstance(item, dict):
+            raise _cannot_apply("cannot merge lists without merge key for type map")
+    merged = _dedupe(items if replace else [*original, *items])
+    if replace:
+        return merged
+    patch_keys = {_hkey(i) for i in items}
+    from_patch = [m for m in merged if _hkey(m) in patch_keys]
+    server_only = [m for m in merged if _hkey(m) not in patch_keys]
+    return _interleave(server_only, _sort_by(from_patch, items, ""), original, "")
+
+
+def _dedupe(items: list) -> list:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        k = _hkey(item)
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+    return out
+
+
+def _smp_list_of_maps(original: list, patch: list, meta: PatchMeta) -> list:
+    """Merge by ``meta.key``; elements with ``$patch: delete`` remove every match, an element
+    ``{"$patch": "replace"}`` makes the list exactly the other patch elements."""
+    key = meta.key
+    for item in (*original, *patch):
+        if not isinstance(item, dict):
+            raise _cannot_apply(f"expected a map, but received a {_go_type(item)}")
+    current = list(original)
+    elements = []
+    replace = False
+    for item in patch:
+        if _DIRECTIVE not in item:
+            elements.append(item)
+            continue
+        directive = item[_DIRECTIVE]
+        if directive == "delete":
+            if key not in item:
+                raise _cannot_apply(f"map: {_go_repr(item)} does not contain declared merge key: {key}")
+            doomed = _hkey(item[key])
+            current = [c for c in current if not (key in c and _hkey(c[key]) == doomed)]
+        elif directive == "replace":
+            replace = True
+        elif directive == "merge":
+            rest = {k: v for k, v in item.items() if k != _DIRECTIVE}
+            if rest:
+                elements.append(rest)
+        else:
+            raise bad_request(f"unknown patch type: {_go_repr(directive)} in map: {_go_repr(item)}")
+    if replace:
+        return [_smp_map({}, e, meta) for e in elements]
+
+    for item in elements:
+        if key not in item:
+            raise _cannot_apply(f"map: {_go_repr(item)} does not contain declared merge key: {key}")
+        wanted = _hkey(item[key])
+        for idx, cur in enumerate(current):
+            if key in cur and _hkey(cur[key]) == wanted:
+                merged = _smp_map(cur, item, meta)
+                current[idx] = {key: cur[key]} if merged is _DELETED else merged
+                break
+        else:
+            fresh = _smp_map({}, item, meta)
+            if fresh is not _DELETED:
+                current.append(fresh)
+
+    patch_keys = [_hkey(e[key]) for e in elements]
+    from_patch = [c for c in current if _hkey(c.get(key)) in patch_keys]
+    server_only = [c for c in current if _hkey(c.get(key)) not in patch_keys]
+    from_patch.sort(key=lambda c: patch_keys.index(_hkey(c.get(key))))
+    server_only = _sort_by(server_only, original, key)
+    return _interleave(server_only, from_patch, original, key)

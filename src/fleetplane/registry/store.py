@@ -1,0 +1,556 @@
+"""The generic registry store: kube-apiserver's REST semantics over a revisioned store.
+
+Every type goes through the same create/update/patch/delete/list/watch code; what differs
+per type comes from its ``Strategy`` (and, for custom resources, the CRD's structural
+schema). Reads come from the watch cache after it has caught up with the store, writes go
+to the store guarded by the revision they were computed from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import FieldError, StatusError
+from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..storage import keys
+from ..storage.interface import (
+    CompactedError,
+    KeyExistsError,
+    KeyNotFoundError,
+    RevisionMismatchError,
+    Store,
+)
+from ..storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
+from . import apply as ssa
+from . import patch as patching
+from .meta import CLUSTER_ANNOTATION, generate_name, new_uid, now_rfc3339
+from .types import ResourceType
+
+SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+MAX_UPDATE_RETRIES = 20
+
+
+@dataclass
+class Context:
+    """What a request brings besides its body: where it goes and how to treat it."""
+
+    cluster: str
+    namespace: str = ""
+    manager: str = ""
+    dry_run: bool = False
+    field_validation: str = ""  # "", Ignore, Warn, Strict
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ListOptions:
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+def copy_obj(obj: dict) -> dict:
+    """A deep copy of a JSON object (orjson round trip is faster than copy.deepcopy)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+def encode_continue(rev: int, key: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": rev, "start": key})).decode()
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        return int(data["rv"]), str(data["start"])
+    except Exception:
+        raise e.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
+
+
+class GenericStore:
+    def __init__(self, storage: Store, cache: WatchCache, namespace_state: Callable[[str, str], str | None]) -> None:
+        self.storage = storage
+        self.cache = cache
+        #: (cluster, namespace) -> "Active" | "Terminating" | None (absent)
+        self.namespace_state = namespace_state
+
+    # -- keys and presentation ------------------------------------------------------------
+
+    @staticmethod
+    def key(rt: ResourceType, cluster: str, namespace: str, name: str) -> str:
+        return keys.object_key(rt.group, rt.plural, cluster, namespace if rt.namespaced else "", name)
+
+    @staticmethod
+    def prefix(rt: ResourceType) -> str:
+        return keys.resource_prefix(rt.group, rt.plural)
+
+    def present(self, rt: ResourceType, obj: dict) -> dict:
+        """The object as served in ``rt``'s version (stored objects are never mutated)."""
+        if rt.custom or obj.get("apiVersion") != rt.api_version:
+            obj = copy_obj(obj)
+            obj["apiVersion"] = rt.api_version
+            rt.strategy.on_read(obj)
+        return obj
+
+    @staticmethod
+    def encode_for_storage(rt: ResourceType, obj: dict) -> bytes:
+        meta = obj["metadata"]
+        rv = meta.pop("resourceVersion", None)
+        stored_version = obj.get("apiVersion")
+        obj["apiVersion"] = rt.storage_api_version()
+        try:
+            return orjson.dumps(obj)
+        finally:
+            obj["apiVersion"] = stored_version
+            if rv is not None:
+                meta["resourceVersion"] = rv
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get(self, rt: ResourceType, ctx: Context, name: str) -> dict:
+        await self.cache.sync()
+        cur = self.cache.resource(self.prefix(rt)).get(self.key(rt, ctx.cluster, ctx.namespace, name))
+        if cur is None:
+            raise e.not_found(rt.group, rt.plural, name)
+        return self.present(rt, cur.obj)
+
+    def _matcher(self, rt: ResourceType, opts: ListOptions) -> Callable[[CachedObject], bool]:
+        labels = opts.label_selector
+        fields = opts.field_selector
+        has_labels = labels is not None and not labels.empty()
+        has_fields = fields is not None and not fields.empty()
+        getters = rt.field_selectors
+
+        def match(o: CachedObject) -> bool:
+            if has_labels and not labels.matches(o.obj["metadata"].get("labels")):  # type: ignore[union-attr]
+                return False
+            if has_fields and not fields.matches(o.obj, getters):  # type: ignore[union-attr]
+                return False
+            return True
+
+        return match
+
+    async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict:
+        """A list body; ``ctx.cluster`` "*" lists every logical cluster."""
+        if opts.continue_token:
+            token_rev, start = decode_continue(opts.continue_token)
+            if token_rev < self.cache.resource(self.prefix(rt)).oldest_revision and token_rev < await self.storage.compacted_revision():
+                raise e.gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+        else:
+            start = ""
+        rev = await self.cache.sync()
+        rc = self.cache.resource(self.prefix(rt))
+        cluster = None if ctx.cluster == "*" else ctx.cluster
+        match = self._matcher(rt, opts)
+        name = opts.field_selector.exact_value("metadata.name") if opts.field_selector else None
+        if name is not None and cluster is not None and (not rt.namespaced or ctx.namespace):
+            one = rc.get(self.key(rt, cluster, ctx.namespace, name))
+            found = [one] if one is not None and match(one) else []
+        else:
+            found = [o for o in rc.objects(cluster, ctx.namespace or None) if match(o)]
+            found.sort(key=lambda o: o.key)
+        if start:
+            found = [o for o in found if o.key > start]
+        meta: dict[str, Any] = {"resourceVersion": str(rev)}
+        if opts.limit and len(found) > opts.limit:
+            remaining = len(found) - opts.limit
+            found = found[: opts.limit]
+            meta["continue"] = encode_continue(rev, found[-1].key)
+            meta["remainingItemCount"] = remaining
+        items = [self.present(rt, o.obj) for o in found]
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
+
+    def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, list[WatchEvent]]:
+        cluster = None if ctx.cluster == "*" else ctx.cluster
+        try:
+            return self.cache.watch(self.prefix(rt), cluster, ctx.namespace or None, self._matcher(rt, opts), since)
+        except CompactedError as exc:
+            raise e.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
+
+    def initial_objects(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> list[CachedObject]:
+        cluster = None if ctx.cluster == "*" else ctx.cluster
+        match = self._matcher(rt, opts)
+        found = [o for o in self.cache.resource(self.prefix(rt)).objects(cluster, ctx.namespace or None) if match(o)]
+        found.sort(key=lambda o: o.key)
+        return found
+
+    # -- create -----------------------------------------------------------------------------
+
+    def _check_namespace(self, rt: ResourceType, ctx: Context) -> None:
+        if not rt.namespaced:
+            return
+        state = self.namespace_state(ctx.cluster, ctx.namespace)
+        if state is None:
+            raise e.not_found("", "namespaces", ctx.namespace)
+        if state == "Terminating":
+            raise StatusError(
+                403, "Forbidden",
+                f"{rt.plural} is forbidden: unable to create new content in namespace {ctx.namespace} because it is being terminated",
+                {"name": "", "group": rt.group, "kind": rt.plural,
+                 "causes": [{"reason": "NamespaceTerminating", "message": f"namespace {ctx.namespace} is being terminated", "field": "metadata.namespace"}]},
+            )
+
+    def _prune_and_default(self, rt: ResourceType, ctx: Context, obj: dict) -> None:
+        """Custom resources: drop unknown fields (or refuse them, under Strict), then default."""
+        if rt.schema is None:
+            return
+        unknown = rt.schema.prune(obj)
+        if unknown:
+            self._unknown_fields(rt, ctx, obj, unknown)
+        rt.schema.default(obj)
+
+    @staticmethod
+    def _unknown_fields(rt: ResourceType, ctx: Context, obj: dict, unknown: list[str]) -> None:
+        if ctx.field_validation == "Strict":
+            detail = ", ".join(f'unknown field "{p}"' for p in unknown)
+            raise e.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {detail}')
+        if ctx.field_validation == "Warn":
+            ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
+
+    def _invalid(self, rt: ResourceType, obj: dict, errs: list[FieldError]) -> StatusError:
+        name = (obj.get("metadata") or {}).get("name") or ""
+        return e.invalid_object(rt.group, rt.kind, name, errs)
+
+    async def create(self, rt: ResourceType, ctx: Context, obj: dict, *, fields_owned: bool = True) -> dict:
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise self._invalid(rt, obj, [e.invalid("metadata", meta, "must be an object")])
+        if rt.namespaced:
+            meta["namespace"] = ctx.namespace
+        else:
+            meta.pop("namespace", None)
+        self._check_namespace(rt, ctx)
+        generated = False
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = generate_name(str(meta["generateName"]))
+            generated = True
+        for f in (*SYSTEM_META, "resourceVersion", "selfLink"):
+            meta.pop(f, None)
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
+        rt.strategy.canonicalize(obj)
+        self._prune_and_default(rt, ctx, obj)
+        rt.strategy.prepare_for_create(obj)
+        errs = rt.strategy.validate(obj)
+        if rt.custom:
+            from .validation import validate_object_meta
+
+            errs = validate_object_meta(obj, namespaced=rt.namespaced) + errs
+        if errs:
+            raise self._invalid(rt, obj, errs)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = now_rfc3339()
+        if rt.strategy.tracks_generation:
+            meta["generation"] = 1
+        annotations = meta.setdefault("annotations", {})
+        annotations[CLUSTER_ANNOTATION] = ctx.cluster
+        if fields_owned and ctx.manager:
+            obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
+                                            now=meta["creationTimestamp"], list_type_at=self._list_types(rt))
+            meta = obj["metadata"]
+        rt.strategy.before_write(obj, None, ctx.cluster)
+        if ctx.dry_run:
+            return self.present(rt, obj)
+        key = self.key(rt, ctx.cluster, ctx.namespace, meta["name"])
+        try:
+            rev = await self.storage.create(key, self.encode_for_storage(rt, obj))
+        except KeyExistsError:
+            err = e.already_exists(rt.group, rt.plural, meta["name"])
+            if generated:
+                err.message += ", the server was not able to generate a unique name for the object"
+                err.details = (err.details or {}) | {"retryAfterSeconds": 1}
+            raise err from None
+        meta["resourceVersion"] = str(rev)
+        return self.present(rt, obj)
+
+    @staticmethod
+    def _list_types(rt: ResourceType):
+        if rt.schema is not None:
+            return rt.schema.list_type_at
+        return ssa.list_types_for(rt.group, rt.kind)
+
+    # -- update -----------------------------------------------------------------------------
+
+    async def _current(self, rt: ResourceType, key: str) -> CachedObject | None:
+        await self.cache.sync()
+        return self.cache.resource(self.prefix(rt)).get(key)
+
+    async def update(self, rt: ResourceType, ctx: Context, name: str, obj: dict, *, subresource: str = "") -> dict:
+        """PUT: replace the object; its metadata.resourceVersion (if any) is a precondition."""
+        if not isinstance(obj.get("metadata"), dict):
+            raise self._invalid(rt, obj, [e.required("metadata")])
+        body_name = obj["metadata"].get("name")
+        if body_name and body_name != name:
+            raise e.bad_request(f'the name of the object ({body_name}) does not match the name on the URL ({name})')
+        rv = obj["metadata"].get("resourceVersion")
+        if not rv and not rt.strategy.allow_unconditional_update:
+            raise self._invalid(rt, obj, [e.invalid("metadata.resourceVersion", "0x0", "must be specified for an update")])
+
+        def mutate(cur: dict) -> dict:
+            new = obj
+            new["metadata"]["name"] = name
+            return new
+
+        return await self.guaranteed_update(rt, ctx, name, mutate, subresource=subresource, precondition_rv=rv or None)
+
+    async def patch(self, rt: ResourceType, ctx: Context, name: str, patch_type: str, body: Any,
+                    *, subresource: str = "", force: bool = False) -> tuple[dict, bool]:
+        """PATCH; returns (object, created). Apply patches create a missing object."""
+        if patch_type == "apply":
+            return await self._apply(rt, ctx, name, body, subresource=subresource, force=force)
+        meta = patching.patch_meta_for(rt.group, rt.kind)
+
+        def mutate(cur: dict) -> dict:
+            if patch_type == "json":
+                new = patching.apply_json_patch(cur, body)
+            elif patch_type == "merge":
+                new = patching.apply_merge_patch(cur, body)
+            else:
+                new = patching.apply_strategic_merge_patch(cur, body, meta)
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                raise e.unprocessable()
+            return new
+
+        obj = await self.guaranteed_update(rt, ctx, name, mutate, subresource=subresource, patch=True)
+        return obj, False
+
+    async def _apply(self, rt: ResourceType, ctx: Context, name: str, config: Any, *, subresource: str, force: bool) -> tuple[dict, bool]:
+        if not ctx.manager:
+            raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+                              {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]})
+        if not isinstance(config, dict):
+            raise e.bad_request("error decoding YAML: the applied configuration must be an object")
+        cmeta = config.get("metadata") or {}
+        if cmeta.get("name") and cmeta["name"] != name:
+            raise e.bad_request(f'the name of the object ({cmeta["name"]}) does not match the name on the URL ({name})')
+        if config.get("kind") and config["kind"] != rt.kind:
+            raise e.bad_request(f'the API version in the data ({config.get("apiVersion")}) does not match the expected API version ({rt.api_version})'
+                                if config.get("apiVersion") != rt.api_version else f'kind {config["kind"]} does not match expected {rt.kind}')
+        list_types = self._list_types(rt)
+        key = self.key(rt, ctx.cluster, ctx.namespace, name)
+        cur = await self._current(rt, key)
+        if cur is None and not subresource:
+            applied = ssa.server_side_apply(None, copy_obj(config), manager=ctx.manager, force=force, api_version=rt.api_version,
+                                            now=now_rfc3339(), list_type_at=list_types)
+            applied.setdefault("metadata", {})["name"] = name
+            try:
+                return await self.create(rt, ctx, applied, fields_owned=False), True
+            except StatusError as err:
+                if err.reason != "AlreadyExists":
+                    raise
+        rv = cmeta.get("resourceVersion")
+
+        def mutate(cur_obj: dict) -> dict:
+            return ssa.server_side_apply(cur_obj, copy_obj(config), manager=ctx.manager, force=force, api_version=rt.api_version,
+                                         now=now_rfc3339(), list_type_at=list_types, subresource=subresource or None)
+
+        obj = await self.guaranteed_update(rt, ctx, name, mutate, subresource=subresource, precondition_rv=rv or None,
+                                           patch=True, managed=False)
+        return obj, False
+
+    async def guaranteed_update(self, rt: ResourceType, ctx: Context, name: str, mutate: Callable[[dict], dict], *,
+                                subresource: str = "", precondition_rv: str | None = None, patch: bool = False,
+                                managed: bool = True) -> dict:
+        """Read, mutate, write guarded by the read's revision; retry on races the client did not pin."""
+        key = self.key(rt, ctx.cluster, ctx.namespace, name)
+        for _ in range(MAX_UPDATE_RETRIES):
+            cur = await self._current(rt, key)
+            if cur is None:
+                raise e.not_found(rt.group, rt.plural, name)
+            old = self.present(rt, cur.obj)
+            new = mutate(copy_obj(old))
+            new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
+            want = precondition_rv or (new_rv if patch else None)
+            if want and want != old["metadata"]["resourceVersion"]:
+                raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
+            result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
+            if result is None:  # nothing changed: no write, as kube
+                return old
+            try:
+                return await self._write_update(rt, ctx, key, result, old, cur.revision)
+            except RevisionMismatchError:
+                if want:
+                    raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK) from None
+                await asyncio.sleep(0)
+                continue
+            except KeyNotFoundError:
+                raise e.not_found(rt.group, rt.plural, name) from None
+        raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
+
+    def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict, old: dict,
+                        subresource: str, managed: bool) -> dict | None:
+        if not isinstance(new.get("metadata"), dict):
+            raise self._invalid(rt, new, [e.required("metadata")])
+        meta = new["metadata"]
+        old_meta = old["metadata"]
+        if new.get("apiVersion") not in (None, rt.api_version) or new.get("kind") not in (None, rt.kind):
+            raise e.bad_request(f'the API version in the data ({new.get("apiVersion")}) does not match the expected API version ({rt.api_version})'
+                                if new.get("apiVersion") != rt.api_version else f'the kind in the data ({new.get("kind")}) does not match the expected kind ({rt.kind})')
+        new["apiVersion"], new["kind"] = rt.api_version, rt.kind
+        if meta.get("name") not in (None, name):
+            raise self._invalid(rt, new, [e.invalid("metadata.name", meta.get("name"), "field is immutable")])
+        meta["name"] = name
+        if rt.namespaced:
+            if meta.get("namespace") not in (None, "", ctx.namespace):
+                raise e.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = ctx.namespace
+        for f in SYSTEM_META:
+            if f in old_meta:
+                meta[f] = old_meta[f]
+            else:
+                meta.pop(f, None)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        annotations = meta.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = meta["annotations"] = {}
+        annotations[CLUSTER_ANNOTATION] = ctx.cluster
+        if subresource == "status":
+            new = rt.strategy.prepare_for_status_update(new, old)
+            meta = new["metadata"]
+        elif subresource == "finalize":
+            new = rt.strategy.prepare_for_finalize(new, old)  # type: ignore[attr-defined]
+            meta = new["metadata"]
+        else:
+            rt.strategy.canonicalize(new)
+            self._prune_and_default(rt, ctx, new)
+            rt.strategy.prepare_for_update(new, old)
+        errs = rt.strategy.validate_update(new, old)
+        if rt.custom:
+            from .validation import validate_object_meta
+
+            errs = validate_object_meta(new, namespaced=rt.namespaced) + errs
+        if old_meta.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                errs.append(e.forbidden("metadata.finalizers", f"no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)!r}".replace("'", '"')))
+        if errs:
+            raise self._invalid(rt, new, errs)
+        if rt.strategy.tracks_generation and rt.strategy.spec_changed(new, old):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        if managed and ctx.manager:
+            new = ssa.update_managed_fields(old, new, manager=ctx.manager, api_version=rt.api_version, now=now_rfc3339(),
+                                            list_type_at=self._list_types(rt), subresource=subresource or None)
+        rt.strategy.before_write(new, old, ctx.cluster)
+        if _same(new, old):
+            return None
+        return new
+
+    async def _write_update(self, rt: ResourceType, ctx: Context, key: str, new: dict, old: dict, revision: int) -> dict:
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and _no_spec_finalizers(new):
+            # The last finalizer is gone: the object goes (store.go ShouldDeleteDuringUpdate).
+            if ctx.dry_run:
+                return self.present(rt, new)
+            await self.storage.delete(key, revision)
+            return self.present(rt, new)
+        if ctx.dry_run:
+            return self.present(rt, new)
+        rev = await self.storage.update(key, self.encode_for_storage(rt, new), revision)
+        meta["resourceVersion"] = str(rev)
+        return self.present(rt, new)
+
+    # -- delete -----------------------------------------------------------------------------
+
+    async def delete(self, rt: ResourceType, ctx: Context, name: str, options: dict) -> tuple[dict, int, bool]:
+        """DELETE; returns (body, http code, whether the body is the object rather than a Status)."""
+        key = self.key(rt, ctx.cluster, ctx.namespace, name)
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise e.invalid_object("meta.k8s.io", "DeleteOptions", "", [e.not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"])])
+        pre = options.get("preconditions") or {}
+        for _ in range(MAX_UPDATE_RETRIES):
+            cur = await self._current(rt, key)
+            if cur is None:
+                raise e.not_found(rt.group, rt.plural, name)
+            obj = copy_obj(cur.obj)
+            meta = obj["metadata"]
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {meta.get("uid")}')
+            if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+                raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: ResourceVersion in precondition: {pre["resourceVersion"]}, ResourceVersion in object meta: {meta.get("resourceVersion")}')
+            finalizers = list(meta.get("finalizers") or [])
+            if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
+                finalizers.append(ORPHAN_FINALIZER)
+                finalizers = [f for f in finalizers if f != FOREGROUND_FINALIZER]
+            elif policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
+                finalizers.append(FOREGROUND_FINALIZER)
+                finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER]
+            elif policy == "Background" and meta.get("deletionTimestamp"):
+                finalizers = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+            graceful = bool(finalizers) or not _no_spec_finalizers(obj)
+            if not graceful:
+                if not ctx.dry_run:
+                    try:
+                        await self.storage.delete(key, cur.revision)
+                    except RevisionMismatchError:
+                        continue
+                    except KeyNotFoundError:
+                        raise e.not_found(rt.group, rt.plural, name) from None
+                return self.present(rt, obj), 200, False
+            if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
+                return self.present(rt, obj), 200, True
+            if not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = now_rfc3339()
+                meta["deletionGracePeriodSeconds"] = 0
+                if rt.strategy.tracks_generation and meta.get("generation"):
+                    meta["generation"] = int(meta["generation"]) + 1
+            meta["finalizers"] = finalizers
+            if rt.kind == "Namespace" and not rt.group:
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            rt.strategy.before_write(obj, cur.obj, ctx.cluster)
+            if ctx.dry_run:
+                return self.present(rt, obj), 200, True
+            try:
+                rev = await self.storage.update(key, self.encode_for_storage(rt, obj), cur.revision)
+            except RevisionMismatchError:
+                continue
+            meta["resourceVersion"] = str(rev)
+            return self.present(rt, obj), 202 if options.get("orphanDependents") is False else 200, True
+        raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
+
+    async def system_delete(self, key: str) -> None:
+        """Remove a key whatever its finalizers (logical cluster teardown)."""
+        for _ in range(MAX_UPDATE_RETRIES):
+            kv = await self.storage.get(key)
+            if kv is None:
+                return
+            try:
+                await self.storage.delete(key, kv.mod_revision)
+                return
+            except (RevisionMismatchError, KeyNotFoundError):
+                continue
+
+
+def _no_spec_finalizers(obj: dict) -> bool:
+    """Namespaces also wait on spec.finalizers (the namespace controller's "kubernetes")."""
+    if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
+        return not (obj.get("spec") or {}).get("finalizers")
+    return True
+
+
+def _same(new: dict, old: dict) -> bool:
+    """Equal apart from managedFields timestamps: such a write is skipped."""
+    if new == old:
+        return True
+    nm, om = new.get("metadata", {}), old.get("metadata", {})
+    if nm.get("managedFields") == om.get("managedFields"):
+        return False
+    strip = lambda o, m: {**o, "metadata": {k: v for k, v in m.items() if k != "managedFields"}}  # noqa: E731
+    if strip(new, nm) != strip(old, om):
+        return False
+    def shape(m):
+        return [(f.get("manager"), f.get("operation"), f.get("subresource"), f.get("fieldsV1")) for f in m.get("managedFields") or []]
+    return shape(nm) == shape(om)

@@ -1,0 +1,173 @@
+"""What the hub knows about one resource: names, scope, subresources, and its strategy.
+
+A ``ResourceType`` is the registry's unit, like kube-apiserver's per-resource REST storage:
+built-in types are declared in :mod:`.builtins`, custom resources are derived from CRDs in
+:mod:`.crd`. The ``Strategy`` holds the type-specific semantics (defaulting, validation,
+what an update may change), while :mod:`.store` applies the generic ones to every type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..apimachinery.errors import FieldError
+
+if TYPE_CHECKING:
+    from .schema import StructuralSchema
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+SUBRESOURCE_VERBS = ("get", "patch", "update")
+
+FieldGetter = Callable[[dict], Any]
+
+
+def _meta(field_name: str) -> FieldGetter:
+    return lambda o: (o.get("metadata") or {}).get(field_name)
+
+
+META_FIELDS: dict[str, FieldGetter] = {
+    "metadata.name": _meta("name"),
+    "metadata.namespace": _meta("namespace"),
+}
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    """Where a type keeps what the ``/scale`` subresource shows (CRD ``subresources.scale``)."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    format: str = ""
+    priority: int = 0
+
+
+class Strategy:
+    """Type-specific behaviour; the defaults are those of a plain custom resource."""
+
+    #: bump metadata.generation on spec change (CRs and CRDs do; ConfigMaps don't)
+    tracks_generation = True
+    #: PUT without metadata.resourceVersion allowed (core kinds) or 422 (CRs, CRDs)
+    allow_unconditional_update = False
+    #: status can only change through the /status subresource
+    status_subresource = False
+
+    def prepare_for_create(self, obj: dict) -> None:
+        """Clear or default fields the client may not set on create."""
+        if self.status_subresource:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, obj: dict, old: dict) -> None:
+        """Reset fields the main endpoint may not change (status, with a status subresource)."""
+        if self.status_subresource:
+            if "status" in old:
+                obj["status"] = old["status"]
+            else:
+                obj.pop("status", None)
+
+    def prepare_for_status_update(self, obj: dict, old: dict) -> dict:
+        """What a write through /status stores: the old object with the new status."""
+        new = dict(old)
+        new["metadata"] = dict(old["metadata"])
+        for k in ("managedFields",):
+            if k in obj.get("metadata", {}):
+                new["metadata"][k] = obj["metadata"][k]
+        if "status" in obj:
+            new["status"] = obj["status"]
+        else:
+            new.pop("status", None)
+        return new
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return []
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        return self.validate(obj)
+
+    def spec_changed(self, obj: dict, old: dict) -> bool:
+        """Whether the change bumps generation: anything outside metadata (and status, if split)."""
+        skip = {"metadata", "status"} if self.status_subresource else {"metadata"}
+        keys = (set(obj) | set(old)) - skip - {"apiVersion", "kind"}
+        return any(obj.get(k) != old.get(k) for k in keys)
+
+    def before_write(self, obj: dict, old: dict | None, cluster: str) -> None:
+        """Last step before storing: fields computed from the rest of the cluster (CRD status)."""
+
+    def canonicalize(self, obj: dict) -> None:
+        """Normalize a stored form (e.g. Secret stringData folded into data)."""
+
+    def on_read(self, obj: dict) -> None:
+        """Adjust an object as it is served (e.g. defaulting on read for CRs)."""
+
+
+@dataclass
+class ResourceType:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    strategy: Strategy = field(default_factory=Strategy)
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    list_kind: str = ""
+    #: subresources served: "status", "scale", or built-in extras like "finalize"
+    subresources: tuple[str, ...] = ()
+    scale: ScaleSpec | None = None
+    #: the version objects are stored in (CRDs: the storage version)
+    storage_version: str = ""
+    #: field selector whitelist: field name -> getter
+    field_selectors: Mapping[str, FieldGetter] = field(default_factory=lambda: META_FIELDS)
+    printer_columns: tuple[PrinterColumn, ...] | None = None
+    #: the kind's OpenAPI v3 schema (components form, without the envelope), for docs and explain
+    openapi_schema: dict | None = None
+    #: the CRD's structural schema for this version, for custom resources
+    schema: StructuralSchema | None = None
+    #: custom resource? (merge patch only; defaulting on read; 422 on PUT without RV)
+    custom: bool = False
+    #: served at all (CRD versions may be served: false)
+    served: bool = True
+    #: from a CRD: its name and uid, for discovery and cleanup
+    crd_name: str = ""
+    #: the group's preferred version when it has several
+    preferred: bool = True
+    #: storage version hash for discovery
+    storage_version_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.list_kind:
+            self.list_kind = self.kind + "List"
+        if not self.storage_version:
+            self.storage_version = self.version
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def group_resource(self) -> str:
+        """``plural.group`` as kube writes it in messages (``configmaps``, ``widgets.example.com``)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def qualified_kind(self) -> str:
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def storage_api_version(self) -> str:
+        return f"{self.group}/{self.storage_version}" if self.group else self.storage_version

@@ -1,0 +1,228 @@
+"""The hub's ASGI application: authentication, routing, discovery, OpenAPI, health, metrics.
+
+Resource requests go to :class:`.handlers.ResourceHandler`; everything else is answered
+here. Errors of any layer arrive as ``StatusError`` and leave as Status objects; anything
+unexpected is logged with its traceback and answered with a 500 Status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .. import __version__
+from ..apimachinery import errors as e
+from ..apimachinery.errors import StatusError
+from ..registry.hub import Registry
+from . import discovery, metrics, openapi
+from .handlers import ResourceHandler
+from .http import Request, respond, respond_error, respond_json
+from .request import RequestInfo, parse
+
+log = logging.getLogger("fleetplane.server")
+
+KUBE_MINOR = "32"
+GIT_VERSION = f"v1.{KUBE_MINOR}.0+fleetplane-{__version__}"
+PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
+
+
+@dataclass
+class ServerConfig:
+    token: str | None = None  # None: no authentication (tests of the bare app)
+    server_address: str = "127.0.0.1:6443"
+    git_version: str = GIT_VERSION
+
+
+def version_info(git_version: str) -> dict:
+    return {"major": "1", "minor": KUBE_MINOR, "gitVersion": git_version, "gitCommit": "0" * 40,
+            "gitTreeState": "clean", "buildDate": "2026-11-29T00:00:00Z", "goVersion": "go1.23.4",
+            "compiler": "gc", "platform": "linux/amd64"}
+
+
+class HubApp:
+    def __init__(self, registry: Registry, config: ServerConfig) -> None:
+        self.registry = registry
+        self.config = config
+        self.resources = ResourceHandler(registry)
+        self.ready = False
+        self._version = orjson.dumps(version_info(config.git_version))
+        self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}
+
+    # -- ASGI -----------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        req = Request.from_scope(scope, receive, send)
+        started = time.perf_counter()
+        info: RequestInfo | None = None
+        code = 200
+        try:
+            if not self._authenticated(req):
+                raise StatusError(401, "Unauthorized", "Unauthorized")
+            info = parse(req.path)
+            if info.is_resource:
+                await self.resources.handle(req, info)
+            else:
+                await self._non_resource(req, info)
+        except StatusError as err:
+            code = err.code
+            await self._safe_error(req, err)
+        except Exception as exc:  # the last line of defence: a 500 Status, logged
+            code = 500
+            log.exception("internal error serving %s %s", req.method, req.path)
+            await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
+        finally:
+            metrics.observe(req, info, code, time.perf_counter() - started)
+
+    async def _safe_error(self, req: Request, err: StatusError) -> None:
+        try:
+            await respond_error(req, err)
+        except Exception:  # the response had started (e.g. a watch): nothing more to say
+            pass
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                try:
+                    await self.registry.start()
+                    self.ready = True
+                    await send({"type": "lifespan.startup.complete"})
+                except Exception as exc:
+                    log.exception("start-up failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+            elif msg["type"] == "lifespan.shutdown":
+                self.ready = False
+                await self.registry.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _authenticated(self, req: Request) -> bool:
+        if self.config.token is None:
+            return True
+        auth = req.headers.get("authorization", "")
+        if auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.config.token):
+            return True
+        _, path = req.path, req.path
+        if "/clusters/" in path:
+            path = "/" + path.split("/", 3)[-1]
+        return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+
+    # -- non-resource endpoints -----------------------------------------------------------
+
+    async def _non_resource(self, req: Request, info: RequestInfo) -> None:
+        parts = info.parts
+        if req.method not in ("GET", "HEAD"):
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        head = parts[0] if parts else ""
+        if head == "version" and len(parts) == 1:
+            await respond(req, 200, self._version)
+        elif head in ("healthz", "livez", "readyz"):
+            await self._health(req, head, parts)
+        elif head == "metrics" and len(parts) == 1:
+            await respond(req, 200, generate_latest(), content_type=CONTENT_TYPE_LATEST)
+        elif head == "api":
+            await self._discovery_core(req, info)
+        elif head == "apis":
+            await self._discovery_groups(req, info)
+        elif head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            await self._openapi_v3(req, info)
+        elif not parts:
+            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/openapi/v3", "/readyz", "/version"}
+                           | {f"/apis/{rt.group_version}" for rt in self.registry.catalog.types(info.cluster) if rt.group})
+            await respond_json(req, 200, {"paths": paths})
+        else:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+    async def _health(self, req: Request, which: str, parts: tuple[str, ...]) -> None:
+        ok = self.ready or which == "livez"
+        checks = {"ping": True, "etcd": self.ready, "informer-sync": self.ready}
+        if len(parts) > 1:
+            name = parts[1]
+            if name not in checks:
+                raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+            ok = checks[name] and (which == "livez" or self.ready)
+        if req.flag("verbose"):
+            lines = [f"[{'+' if v else '-'}]{k} {'ok' if v else 'failed'}" for k, v in checks.items()]
+            lines.append(f"{which} check {'passed' if ok else 'failed'}")
+            body = ("\n".join(lines) + "\n").encode()
+        else:
+            body = b"ok" if ok else f"[-]{which} failed: reason withheld\n{which} check failed".encode()
+        await respond(req, 200 if ok else 500, body, content_type="text/plain; charset=utf-8")
+
+    async def _discovery_core(self, req: Request, info: RequestInfo) -> None:
+        types = self.registry.catalog.types(info.cluster)
+        parts = info.parts
+        if len(parts) == 1:
+            agg = discovery.aggregated_version(req.accept)
+            if agg:
+                await respond_json(req, 200, discovery.aggregated(types, core=True, version=agg),
+                                   content_type=discovery.aggregated_content_type(agg))
+            else:
+                await respond_json(req, 200, discovery.api_versions(self.config.server_address))
+            return
+        if len(parts) == 2:
+            body = discovery.api_resource_list("", parts[1], types)
+            if body is not None:
+                await respond_json(req, 200, body)
+                return
+        raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+    async def _discovery_groups(self, req: Request, info: RequestInfo) -> None:
+        types = self.registry.catalog.types(info.cluster)
+        parts = info.parts
+        body = None
+        if len(parts) == 1:
+            agg = discovery.aggregated_version(req.accept)
+            if agg:
+                await respond_json(req, 200, discovery.aggregated(types, core=False, version=agg),
+                                   content_type=discovery.aggregated_content_type(agg))
+                return
+            body = discovery.api_group_list(types)
+        elif len(parts) == 2:
+            body = discovery.api_group(parts[1], types)
+        elif len(parts) == 3:
+            body = discovery.api_resource_list(parts[1], parts[2], types)
+        if body is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        await respond_json(req, 200, body)
+
+    def _openapi_docs(self, cluster: str) -> tuple[dict, dict[str, dict]]:
+        gen = (cluster, self.registry.catalog.generation.get(cluster, 0))
+        cached = self._openapi.get(gen)
+        if cached is not None:
+            return cached
+        by_gv: dict[str, list] = defaultdict(list)
+        for rt in self.registry.catalog.types(cluster):
+            if rt.served:
+                key = f"api/{rt.version}" if not rt.group else f"apis/{rt.group}/{rt.version}"
+                by_gv[key].append(rt)
+        docs = {key: openapi.group_version_document(types[0].group_version, types) for key, types in by_gv.items()}
+        hashes = {key: openapi.document_hash(doc) for key, doc in docs.items()}
+        result = (openapi.root_document(docs.keys(), hashes), docs)
+        self._openapi = {k: v for k, v in self._openapi.items() if k[0] != cluster}
+        self._openapi[gen] = result
+        return result
+
+    async def _openapi_v3(self, req: Request, info: RequestInfo) -> None:
+        root, docs = self._openapi_docs(info.cluster)
+        rest = "/".join(info.parts[2:])
+        if not rest:
+            await respond_json(req, 200, root)
+            return
+        doc = docs.get(rest)
+        if doc is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        extra = [("cache-control", "public, immutable")] if req.param("hash") else None
+        await respond_json(req, 200, doc, extra=extra)

@@ -1,0 +1,349 @@
+"""Resource endpoints: one handler per verb, each turning HTTP into a registry call.
+
+The registry does the semantics; this module does what is HTTP: query parameters, body
+decoding, status codes, Tables, and the Scale view of a resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import StatusError
+from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..registry.hub import Registry
+from ..registry.store import Context, ListOptions, copy_obj
+from ..registry.types import ResourceType
+from . import codec, tables
+from .http import Request, respond, respond_json
+from .request import RequestInfo
+from .watch import serve_watch
+
+FIELD_VALIDATION = ("", "Ignore", "Warn", "Strict")
+
+
+def field_selector_error(rt: ResourceType) -> str:
+    if rt.custom:
+        allowed = ", ".join(f'"{f}"' for f in rt.field_selectors)
+        return '"{field}" is not a known field selector: only ' + allowed
+    return "field label not supported: {field}"
+
+
+def list_options(req: Request, rt: ResourceType, watch: bool = False) -> ListOptions:
+    opts = ListOptions()
+    opts.label_selector = LabelSelector.parse(req.param("labelSelector"))
+    opts.field_selector = FieldSelector.parse(req.param("fieldSelector"), rt.field_selectors, field_selector_error(rt))
+    limit = req.param("limit")
+    if limit:
+        try:
+            opts.limit = max(int(limit), 0)
+        except ValueError:
+            raise e.bad_request(f'invalid value for limit: "{limit}"') from None
+    opts.continue_token = req.param("continue")
+    opts.resource_version = req.param("resourceVersion")
+    opts.resource_version_match = req.param("resourceVersionMatch")
+    match, rv = opts.resource_version_match, opts.resource_version
+    errs: list[e.FieldError] = []
+    if watch:
+        # apimachinery/pkg/apis/meta/internalversion/validation: validateWatchOptions
+        initial = req.param("sendInitialEvents")
+        if initial and match != "NotOlderThan":
+            errs.append(e.forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if not initial:
+                errs.append(e.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+            if match != "NotOlderThan":
+                errs.append(e.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+            if not req.flag("allowWatchBookmarks"):
+                errs.append(e.forbidden("allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is provided"))
+    elif match:
+        if match not in ("NotOlderThan", "Exact"):
+            errs.append(e.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+        if not rv:
+            errs.append(e.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if opts.continue_token:
+            errs.append(e.forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        if match == "Exact" and rv == "0":
+            errs.append(e.forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if errs:
+        raise _invalid_list_options(errs)
+    return opts
+
+
+def _invalid_list_options(errs: list[e.FieldError]) -> StatusError:
+    return e.invalid_object("meta.k8s.io", "ListOptions", "", errs)
+
+
+def make_context(req: Request, info: RequestInfo, rt: ResourceType) -> Context:
+    ns = info.namespace if rt.namespaced else ""
+    manager = req.param("fieldManager")
+    if len(manager) > 128:
+        raise e.invalid_object("meta.k8s.io", "PatchOptions", "", [e.too_long("fieldManager", 128)])
+    if not manager:
+        ua = req.headers.get("user-agent", "")
+        manager = ua.split("/", 1)[0][:128] if ua else "unknown"
+    dry = req.query.get("dryRun", [])
+    for d in dry:
+        if d != "All":
+            raise e.invalid_object("meta.k8s.io", "CreateOptions", "", [e.not_supported("dryRun", d, ["All"])])
+    fv = req.param("fieldValidation")
+    if fv not in FIELD_VALIDATION:
+        raise e.invalid_object("meta.k8s.io", "CreateOptions", "", [e.not_supported("fieldValidation", fv, ["Ignore", "Strict", "Warn"])])
+    ctx = Context(info.cluster, ns, manager, bool(dry), fv)
+    ctx.warnings = req.warnings
+    return ctx
+
+
+def wants_table(req: Request) -> bool:
+    accept = req.accept
+    return "as=Table" in accept and "g=meta.k8s.io" in accept
+
+
+def include_object(req: Request) -> str:
+    value = req.param("includeObject") or "Metadata"
+    if value not in ("Metadata", "Object", "None"):
+        raise e.bad_request(f'includeObject must be one of "Metadata", "Object" or "None", not "{value}"')
+    return value
+
+
+class ResourceHandler:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.store = registry.store
+
+    async def handle(self, req: Request, info: RequestInfo) -> None:
+        rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
+        if rt is None or (info.namespace and not rt.namespaced) or (info.subresource and info.subresource not in rt.subresources):
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        method = req.method
+        if info.cluster == "*":
+            if method != "GET" or info.name:
+                raise e.method_not_allowed(f"{method} is not allowed across logical clusters: only list and watch are served on /clusters/*")
+        else:
+            await self.registry.ensure_cluster(info.cluster)
+        if method == "GET":
+            if info.name:
+                await self.get(req, info, rt)
+            elif req.flag("watch"):
+                await self.watch(req, info, rt)
+            else:
+                await self.list(req, info, rt)
+        elif method == "POST" and not info.name:
+            await self.create(req, info, rt)
+        elif method == "PUT" and info.name:
+            await self.update(req, info, rt)
+        elif method == "PATCH" and info.name:
+            await self.patch(req, info, rt)
+        elif method == "DELETE" and info.name and not info.subresource:
+            await self.delete(req, info, rt)
+        elif method == "DELETE" and not info.name:
+            await self.delete_collection(req, info, rt)
+        else:
+            raise e.method_not_allowed()
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _write_object(self, req: Request, status: int, rt: ResourceType, obj: dict) -> None:
+        if wants_table(req):
+            await respond_json(req, status, tables.to_table(rt, [obj], include_object=include_object(req),
+                                                            list_metadata={"resourceVersion": obj["metadata"].get("resourceVersion", "")}))
+        else:
+            await respond_json(req, status, obj)
+
+    async def get(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        obj = await self.store.get(rt, ctx, info.name)
+        if info.subresource == "scale":
+            await respond_json(req, 200, self._scale_of(rt, obj))
+            return
+        await self._write_object(req, 200, rt, obj)
+
+    async def list(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        if req.param("sendInitialEvents"):
+            raise _invalid_list_options([e.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")])
+        opts = list_options(req, rt)
+        result = await self.store.list(rt, make_context(req, info, rt), opts)
+        if wants_table(req):
+            body = tables.to_table(rt, result["items"], include_object=include_object(req), list_metadata=result["metadata"])
+            await respond_json(req, 200, body)
+            return
+        await respond(req, 200, orjson.dumps(result))
+
+    async def watch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        opts = list_options(req, rt, watch=True)
+        await serve_watch(req, self.store, rt, make_context(req, info, rt), opts,
+                          table=wants_table(req), include_object=include_object(req) if wants_table(req) else "")
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def _body_object(self, req: Request, rt: ResourceType) -> dict:
+        obj = codec.decode_object(req.content_type, await req.body())
+        # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
+        if not obj.get("apiVersion") and not obj.get("kind"):
+            obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        elif not obj.get("kind") or not obj.get("apiVersion"):
+            missing = "Kind" if not obj.get("kind") else "apiVersion"
+            raise e.bad_request(f"Object '{missing}' is missing in '{_short(obj)}'")
+        return obj
+
+    def _check_gvk(self, rt: ResourceType, obj: dict) -> None:
+        if obj.get("kind") != rt.kind or obj.get("apiVersion") != rt.api_version:
+            raise e.bad_request(
+                f'the API version in the data ({obj.get("apiVersion")}) does not match the expected API version ({rt.api_version})'
+                if obj.get("apiVersion") != rt.api_version
+                else f'the kind in the data ({obj.get("kind")}) does not match the expected kind ({rt.kind})')
+
+    async def create(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        obj = await self._body_object(req, rt)
+        self._check_gvk(rt, obj)
+        body_ns = (obj.get("metadata") or {}).get("namespace") if isinstance(obj.get("metadata"), dict) else None
+        if rt.namespaced and body_ns and body_ns != info.namespace:
+            raise e.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        if rt.namespaced and not info.namespace:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        if rt is self.registry.catalog.logical_cluster:
+            created = await self.registry.create_cluster((obj.get("metadata") or {}).get("name", ""), obj, ctx)
+        else:
+            created = await self.store.create(rt, ctx, obj)
+        await self._write_object(req, 201, rt, created)
+
+    async def update(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        obj = await self._body_object(req, rt)
+        if info.subresource == "scale":
+            updated = await self._update_scale(rt, ctx, info.name, lambda scale: obj)
+            await respond_json(req, 200, updated)
+            return
+        self._check_gvk(rt, obj)
+        result = await self.store.update(rt, ctx, info.name, obj, subresource=info.subresource)
+        await self._write_object(req, 200, rt, result)
+
+    async def patch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        kind, body = codec.decode_patch(req.content_type, await req.body(), custom=rt.custom)
+        if kind == "strategic" and rt.custom:
+            raise e.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+        force = req.flag("force")
+        if req.param("force") and kind != "apply":
+            raise e.invalid_object("meta.k8s.io", "PatchOptions", "", [e.forbidden("force", "may not be specified for non-apply patch")])
+        if info.subresource == "scale":
+            from ..registry import patch as patching
+
+            def apply_to_scale(scale: dict) -> dict:
+                if kind == "json":
+                    return patching.apply_json_patch(scale, body)
+                if kind == "apply":
+                    return patching.apply_merge_patch(scale, body)
+                return patching.apply_merge_patch(scale, body)
+
+            updated = await self._update_scale(rt, ctx, info.name, apply_to_scale)
+            await respond_json(req, 200, updated)
+            return
+        obj, created = await self.store.patch(rt, ctx, info.name, kind, body, subresource=info.subresource, force=force)
+        await self._write_object(req, 201 if created else 200, rt, obj)
+
+    async def delete(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        options = await self._delete_options(req)
+        if info.cluster == "root" and rt is self.registry.catalog.logical_cluster and info.name == "root":
+            raise e.forbidden_error(rt.group, rt.plural, "root", "the root logical cluster may not be deleted")
+        if rt.kind == "Namespace" and not rt.group and info.name in ("default", "kube-system", "kube-public"):
+            raise e.forbidden_error("", "namespaces", info.name, "this namespace may not be deleted")
+        obj, code, is_object = await self.store.delete(rt, ctx, info.name, options)
+        if is_object:
+            await self._write_object(req, code, rt, obj)
+            return
+        await respond_json(req, 200, {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": info.name, "group": rt.group, "kind": rt.plural, "uid": obj["metadata"].get("uid")}})
+
+    async def delete_collection(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        ctx = make_context(req, info, rt)
+        options = await self._delete_options(req)
+        opts = list_options(req, rt)
+        listed = await self.store.list(rt, ctx, ListOptions(opts.label_selector, opts.field_selector))
+        items = []
+        for item in listed["items"]:
+            item_ctx = Context(ctx.cluster, item["metadata"].get("namespace", ""), ctx.manager, ctx.dry_run)
+            try:
+                obj, _, _ = await self.store.delete(rt, item_ctx, item["metadata"]["name"], options)
+                items.append(obj)
+            except StatusError as err:
+                if err.code != 404:
+                    raise
+        await respond_json(req, 200, {"kind": rt.list_kind, "apiVersion": rt.api_version,
+                                      "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}, "items": items})
+
+    async def _delete_options(self, req: Request) -> dict[str, Any]:
+        body = await req.body()
+        options: dict[str, Any] = {}
+        if body.strip():
+            decoded = codec.decode_object(req.content_type, body) if req.content_type != codec.PROTOBUF else {}
+            options = decoded
+        if req.param("propagationPolicy"):
+            options["propagationPolicy"] = req.param("propagationPolicy")
+        if req.param("orphanDependents"):
+            options["orphanDependents"] = req.flag("orphanDependents")
+        if req.query.get("dryRun"):
+            options["dryRun"] = req.query["dryRun"]
+        return options
+
+    # -- scale ----------------------------------------------------------------------------
+
+    def _scale_of(self, rt: ResourceType, obj: dict) -> dict:
+        assert rt.scale is not None
+        meta = obj["metadata"]
+        status: dict[str, Any] = {"replicas": _get_path(obj, rt.scale.status_replicas_path) or 0}
+        if rt.scale.label_selector_path:
+            sel = _get_path(obj, rt.scale.label_selector_path)
+            if sel is not None:
+                status["selector"] = sel
+        spec_replicas = _get_path(obj, rt.scale.spec_replicas_path)
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+                "spec": {"replicas": spec_replicas} if spec_replicas is not None else {}, "status": status}
+
+    async def _update_scale(self, rt: ResourceType, ctx: Context, name: str, change) -> dict:
+        assert rt.scale is not None
+        holder: dict[str, Any] = {}
+
+        def mutate(obj: dict) -> dict:
+            scale = change(copy_obj(self._scale_of(rt, obj)))
+            replicas = (scale.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise e.invalid_object("autoscaling", "Scale", name, [e.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
+            want_rv = (scale.get("metadata") or {}).get("resourceVersion")
+            if want_rv and want_rv != obj["metadata"]["resourceVersion"]:
+                raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
+            _set_path(obj, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
+            holder["obj"] = obj
+            return obj
+
+        obj = await self.store.guaranteed_update(rt, ctx, name, mutate)
+        return self._scale_of(rt, obj)
+
+
+def _short(obj: dict) -> str:
+    return orjson.dumps(obj).decode()[:200]
+
+
+def _get_path(obj: dict, path: str) -> Any:
+    cur: Any = obj
+    for p in path.lstrip(".").split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def _set_path(obj: dict, path: str, value: Any) -> None:
+    parts = path.lstrip(".").split(".")
+    cur = obj
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value

@@ -1,0 +1,115 @@
+"""A small request/response layer over raw ASGI: just what the API needs, nothing more.
+
+The hub's routing is Kubernetes' own path grammar (see :mod:`.request`), so a web
+framework's router would add a layer without removing any code; uvicorn does the HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import StatusError
+
+MAX_BODY = 3 * 1024 * 1024
+JSON = "application/json"
+
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    receive: Receive
+    send: Send
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_scope(cls, scope: dict, receive: Receive, send: Send) -> Request:
+        query: dict[str, list[str]] = {}
+        for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):
+            query.setdefault(k, []).append(v)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        return cls(scope["method"], scope["path"], query, headers, receive, send)
+
+    def param(self, name: str, default: str = "") -> str:
+        vals = self.query.get(name)
+        return vals[-1] if vals else default
+
+    def flag(self, name: str) -> bool:
+        """Query booleans as kube parses them (true/True/1)."""
+        return self.param(name).lower() in ("true", "1", "t")
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def accept(self) -> str:
+        return self.headers.get("accept", "")
+
+    async def body(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            msg = await self.receive()
+            if msg["type"] == "http.disconnect":
+                raise e.bad_request("client disconnected")
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise e.too_large(f"the request body is larger than the limit of {MAX_BODY} bytes")
+            chunks.append(chunk)
+            if not msg.get("more_body"):
+                return b"".join(chunks)
+
+
+def _headers(content_type: str, extra: list[tuple[str, str]] | None, warnings: list[str]) -> list[tuple[bytes, bytes]]:
+    hs = [(b"content-type", content_type.encode()), (b"cache-control", b"no-cache, private")]
+    for w in warnings:
+        text = w.replace("\\", "\\\\").replace('"', '\\"')
+        hs.append((b"warning", f'299 - "{text}"'.encode()))
+    for k, v in extra or ():
+        hs.append((k.encode(), v.encode()))
+    return hs
+
+
+async def respond(req: Request, status: int, body: bytes, content_type: str = JSON,
+                  extra: list[tuple[str, str]] | None = None) -> None:
+    headers = _headers(content_type, extra, req.warnings)
+    headers.append((b"content-length", str(len(body)).encode()))
+    await req.send({"type": "http.response.start", "status": status, "headers": headers})
+    await req.send({"type": "http.response.body", "body": body})
+
+
+async def respond_json(req: Request, status: int, obj: Any, **kw: Any) -> None:
+    await respond(req, status, orjson.dumps(obj), **kw)
+
+
+async def respond_error(req: Request, err: StatusError) -> None:
+    extra = list(err.headers.items())
+    await respond(req, err.code, orjson.dumps(err.status()), extra=extra)
+
+
+async def start_stream(req: Request, content_type: str = JSON) -> None:
+    headers = _headers(content_type, None, req.warnings)  # no length: uvicorn sends it chunked
+    await req.send({"type": "http.response.start", "status": 200, "headers": headers})
+    # Flush headers at once: clients block until they see them.
+    await req.send({"type": "http.response.body", "body": b"", "more_body": True})
+
+
+async def stream_chunk(req: Request, data: bytes) -> None:
+    await req.send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def end_stream(req: Request) -> None:
+    await req.send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,74 @@
+"""Run the hub: storage, registry, credentials, kubeconfig and uvicorn, in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from ..registry.hub import Registry
+from ..storage.sqlite import SQLiteStore
+from .app import GIT_VERSION, HubApp, ServerConfig
+from .certs import ensure_credentials, kubeconfig, write_kubeconfig
+
+log = logging.getLogger("fleetplane.server")
+
+
+@dataclass
+class Options:
+    data_dir: Path = Path(".fleetplane")
+    bind: str = "127.0.0.1"
+    port: int = 6443
+    tls: bool = True
+    auth: bool = True
+    git_version: str = GIT_VERSION
+    kubeconfig_clusters: list[str] = field(default_factory=lambda: ["root"])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, plus: on SIGTERM/SIGINT end open watches at once, so shutdown is quick, and
+    exit 0 after a graceful SIGTERM shutdown (uvicorn re-raises the signal by default)."""
+
+    app_ref: HubApp | None = None
+
+    def handle_exit(self, sig, frame) -> None:  # type: ignore[override]
+        if self.app_ref is not None:
+            self.app_ref.ready = False
+            loop = asyncio.get_event_loop()
+            loop.call_soon_threadsafe(self.app_ref.registry.cache.stop_watchers)
+        super().handle_exit(sig, frame)
+        if sig == signal.SIGTERM and sig in self._captured_signals:
+            self._captured_signals.remove(sig)
+
+
+def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
+    opts.data_dir.mkdir(parents=True, exist_ok=True)
+    host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
+    creds = ensure_credentials(opts.data_dir, [host_for_url])
+    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"))
+    app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
+                                        server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version))
+    scheme = "https" if opts.tls else "http"
+    config = uvicorn.Config(
+        app, host=opts.bind, port=opts.port, loop="uvloop", http="httptools", lifespan="on",
+        log_level="warning", access_log=False, timeout_graceful_shutdown=3,
+        ssl_certfile=str(creds.serving_cert) if opts.tls else None,
+        ssl_keyfile=str(creds.serving_key) if opts.tls else None,
+        timeout_keep_alive=30,
+    )
+    server_url = f"{scheme}://{host_for_url}:{opts.port}"
+    write_kubeconfig(opts.data_dir / "admin.kubeconfig",
+                     kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
+                                opts.kubeconfig_clusters))
+    return app, config
+
+
+def run(opts: Options) -> None:
+    app, config = build(opts)
+    server = _Server(config)
+    server.app_ref = app
+    server.run()

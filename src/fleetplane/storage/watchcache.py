@@ -1,0 +1,298 @@
+"""The watch cache: every object of every resource in memory, plus recent history.
+
+It is fed by one ``store.watch("/")`` stream (never by polling) and serves lists and watches
+for all logical clusters: a list is a scan of one cluster's dict (or all of them, for the
+``/clusters/*`` wildcard), a watch is a queue filled as events arrive. Lists wait until the
+cache has caught up with the store's current revision, so they are consistent reads, as in
+kube-apiserver's consistent-reads-from-cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .interface import CompactedError, Event, EventType, KeyValue, Store
+from .keys import split_key
+
+log = logging.getLogger(__name__)
+
+HISTORY_PER_RESOURCE = 20_000
+WATCHER_QUEUE_LIMIT = 20_000
+
+
+@dataclass(slots=True)
+class CachedObject:
+    key: str
+    cluster: str
+    namespace: str
+    name: str
+    revision: int
+    obj: dict[str, Any]  # treat as immutable: copy before changing
+
+
+@dataclass(slots=True)
+class WatchEvent:
+    """One change as watchers see it; ``encoded`` caches the JSON of ``obj`` for fan-out."""
+
+    type: str  # ADDED | MODIFIED | DELETED
+    cur: CachedObject
+    prev: CachedObject | None
+    _encoded: bytes | None = None
+
+    @property
+    def revision(self) -> int:
+        return self.cur.revision
+
+    def encoded(self) -> bytes:
+        if self._encoded is None:
+            self._encoded = orjson.dumps(self.cur.obj)
+        return self._encoded
+
+
+def decode(kv_key: str, value: bytes, revision: int) -> CachedObject:
+    obj = orjson.loads(value)
+    obj["metadata"]["resourceVersion"] = str(revision)
+    _, _, cluster, namespace, name = split_key(kv_key)
+    return CachedObject(kv_key, cluster, namespace, name, revision, obj)
+
+
+Filter = Callable[[CachedObject], bool]
+
+
+class Watcher:
+    """One watch: matching events queued until the HTTP layer writes them out."""
+
+    def __init__(self, cache: ResourceCache, cluster: str | None, namespace: str | None, match: Filter) -> None:
+        self.cache = cache
+        self.cluster = cluster
+        self.namespace = namespace
+        self.match = match
+        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self.closed = False
+        self.overflowed = False
+
+    def _scoped(self, o: CachedObject) -> bool:
+        return (self.cluster is None or o.cluster == self.cluster) and (
+            not self.namespace or o.namespace == self.namespace
+        )
+
+    def translate(self, ev: WatchEvent) -> WatchEvent | None:
+        """``ev`` as this watcher sees it: entering or leaving its selector is ADDED or DELETED."""
+        if not self._scoped(ev.cur):
+            return None
+        if ev.type == "DELETED":
+            return ev if self.match(ev.cur) else None
+        now = self.match(ev.cur)
+        before = ev.prev is not None and ev.type != "ADDED" and self.match(ev.prev)
+        if now and before:
+            return ev
+        if now:
+            return ev if ev.type == "ADDED" else WatchEvent("ADDED", ev.cur, None, ev._encoded)
+        if before:
+            return WatchEvent("DELETED", ev.cur, None, ev._encoded)
+        return None
+
+    def offer(self, ev: WatchEvent) -> None:
+        if not self.closed:
+            out = self.translate(ev)
+            if out is not None:
+                self._put(out)
+
+    def _put(self, ev: WatchEvent) -> None:
+        if self.queue.qsize() >= WATCHER_QUEUE_LIMIT:
+            # A watcher this far behind is dropped, as kube's cacher does; clients resume.
+            self.overflowed = True
+            self.stop()
+            return
+        self.queue.put_nowait(ev)
+
+    def stop(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.cache.watchers.discard(self)
+            self.queue.put_nowait(None)
+
+
+class ResourceCache:
+    """Current objects and recent events of one resource (``/<group>/<resource>/``)."""
+
+    def __init__(self, prefix: str, start_revision: int) -> None:
+        self.prefix = prefix
+        self.by_cluster: dict[str, dict[str, CachedObject]] = {}
+        self.history: collections.deque[WatchEvent] = collections.deque(maxlen=HISTORY_PER_RESOURCE)
+        # Events after this revision are all in history (or there were none).
+        self.oldest_revision = start_revision
+        self.watchers: set[Watcher] = set()
+
+    def load(self, o: CachedObject) -> None:
+        self.by_cluster.setdefault(o.cluster, {})[o.key] = o
+
+    def apply(self, ev: Event) -> WatchEvent:
+        bucket = self.by_cluster.setdefault(split_key(ev.key)[2], {})
+        prev = bucket.get(ev.key)
+        if ev.type is EventType.DELETE:
+            cur = decode(ev.key, ev.value, ev.revision)
+            bucket.pop(ev.key, None)
+            if not bucket:
+                del self.by_cluster[cur.cluster]
+            wev = WatchEvent("DELETED", cur, prev)
+        else:
+            cur = decode(ev.key, ev.value, ev.revision)
+            bucket[ev.key] = cur
+            wev = WatchEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
+        if len(self.history) == self.history.maxlen:
+            self.oldest_revision = self.history[0].revision
+        self.history.append(wev)
+        for w in list(self.watchers):
+            w.offer(wev)
+        return wev
+
+    def objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
+        """Unsorted objects in scope."""
+        buckets = self.by_cluster.values() if cluster is None else [self.by_cluster.get(cluster, {})]
+        for bucket in buckets:
+            if namespace:
+                yield from (o for o in bucket.values() if o.namespace == namespace)
+            else:
+                yield from bucket.values()
+
+    def get(self, key: str) -> CachedObject | None:
+        return self.by_cluster.get(split_key(key)[2], {}).get(key)
+
+    def count(self, cluster: str) -> int:
+        return len(self.by_cluster.get(cluster, ()))
+
+
+class WatchCache:
+    """All resources' caches, fed by the store's change stream from one task."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.resources: dict[str, ResourceCache] = {}
+        self.revision = 0
+        self._start_revision = 0
+        self._task: asyncio.Task | None = None
+        self._waiters: list[tuple[int, asyncio.Future]] = []
+        self._listeners: list[Callable[[WatchEvent], None]] = []
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        kvs, rev = await self.store.range("/")
+        self._load(kvs, rev)
+        self._task = asyncio.create_task(self._run(rev + 1), name="watch-cache")
+        self.ready.set()
+
+    def _load(self, kvs: list[KeyValue], rev: int) -> None:
+        self.revision = rev
+        self._start_revision = rev
+        for kv in kvs:
+            self.resource(kv.key).load(decode(kv.key, kv.value, kv.mod_revision))
+
+    async def close(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self.stop_watchers()
+
+    def stop_watchers(self) -> None:
+        """End every open watch (shutdown); clients resume elsewhere or after restart."""
+        for rc in self.resources.values():
+            for w in list(rc.watchers):
+                w.stop()
+
+    def resource(self, key_or_prefix: str) -> ResourceCache:
+        parts = key_or_prefix.split("/", 3)
+        prefix = f"/{parts[1]}/{parts[2]}/"
+        rc = self.resources.get(prefix)
+        if rc is None:
+            rc = self.resources[prefix] = ResourceCache(prefix, self._start_revision)
+        return rc
+
+    def add_listener(self, fn: Callable[[WatchEvent], None]) -> None:
+        """Call ``fn`` for every change, after the cache applied it (controllers, type registry)."""
+        self._listeners.append(fn)
+
+    async def _run(self, start: int) -> None:
+        while True:
+            try:
+                async for ev in self.store.watch("/", start):
+                    wev = self.resource(ev.key).apply(ev)
+                    for fn in self._listeners:
+                        try:
+                            fn(wev)
+                        except Exception:  # a listener's bug must not stop the cache
+                            log.exception("watch cache listener failed")
+                    self.revision = ev.revision
+                    start = ev.revision + 1
+                    if self._waiters:
+                        self._wake()
+            except asyncio.CancelledError:
+                raise
+            except CompactedError:
+                # We fell behind compaction: reload everything (watchers get 410 on resume).
+                log.warning("watch cache fell behind compaction; relisting")
+                kvs, rev = await self.store.range("/")
+                self._relist(kvs, rev)
+                start = rev + 1
+            except Exception:
+                log.exception("store watch failed; retrying")
+                await asyncio.sleep(0.5)
+
+    def _relist(self, kvs: list[KeyValue], rev: int) -> None:
+        for rc in self.resources.values():
+            for w in list(rc.watchers):
+                w.stop()
+        self.resources.clear()
+        self._load(kvs, rev)
+
+    def _wake(self) -> None:
+        keep = []
+        for rev, fut in self._waiters:
+            if rev <= self.revision:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                keep.append((rev, fut))
+        self._waiters = keep
+
+    async def wait_for(self, revision: int, timeout: float = 3.0) -> None:
+        """Wait until the cache has applied ``revision`` (consistent reads)."""
+        if self.revision >= revision:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append((revision, fut))
+        async with asyncio.timeout(timeout):
+            await fut
+
+    async def sync(self, timeout: float = 3.0) -> int:
+        """Catch up with the store's current revision and return it."""
+        rev = await self.store.current_revision()
+        await self.wait_for(rev, timeout)
+        return rev
+
+    def watch(self, prefix: str, cluster: str | None, namespace: str | None, match: Filter,
+              since: int | None) -> tuple[Watcher, list[WatchEvent]]:
+        """Register a watcher; returns it and the history after ``since`` it must replay first.
+
+        Raises CompactedError when ``since`` is older than the history kept.
+        """
+        rc = self.resource(prefix)
+        w = Watcher(rc, cluster, namespace, match)
+        replay: list[WatchEvent] = []
+        if since is not None and since < self.revision:
+            if since < rc.oldest_revision:
+                raise CompactedError(since, rc.oldest_revision)
+            for ev in rc.history:
+                if ev.revision > since and (out := w.translate(ev)) is not None:
+                    replay.append(out)
+        rc.watchers.add(w)
+        return w, replay

@@ -1,0 +1,179 @@
+"""REST semantics over HTTP, checked on the wire (status codes, Status bodies, metadata)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..harness import Hub
+
+
+def cm(name: str, data: dict | None = None, **meta) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": data or {"k": "v"}}
+
+
+def test_version_health_and_discovery_shapes(hub: Hub):
+    code, version = hub.json("GET", "/version", auth=False)
+    assert code == 200 and version["major"] == "1" and version["minor"] == "32" and version["gitVersion"].startswith("v1.32")
+    for path in ("/livez", "/readyz", "/healthz"):
+        assert hub.request("GET", path, auth=False)[0] == 200
+    _, api = hub.json("GET", "/api")
+    assert api["versions"] == ["v1"] and isinstance(api["serverAddressByClientCIDRs"], list)
+    _, groups = hub.json("GET", "/apis")
+    names = {g["name"] for g in groups["groups"]}
+    assert {"apiextensions.k8s.io", "coordination.k8s.io", "events.k8s.io"} <= names
+    assert all("preferredVersion" in g for g in groups["groups"])
+    _, core = hub.json("GET", "/api/v1")
+    by_name = {r["name"]: r for r in core["resources"]}
+    assert by_name["configmaps"]["shortNames"] == ["cm"] and by_name["configmaps"]["singularName"] == "configmap"
+    assert "namespaces/status" in by_name and by_name["namespaces/status"]["singularName"] == ""
+
+
+def test_unauthenticated_requests_get_401_status(hub: Hub):
+    code, body = hub.json("GET", "/api/v1/namespaces", auth=False)
+    assert code == 401 and body["kind"] == "Status" and body["reason"] == "Unauthorized"
+
+
+def test_aggregated_discovery_when_asked(hub: Hub):
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    code, headers, raw = hub.request("GET", "/apis", headers={"Accept": accept})
+    assert code == 200 and "as=APIGroupDiscoveryList" in headers["content-type"]
+    doc = json.loads(raw)
+    crd_group = next(i for i in doc["items"] if i["metadata"].get("name") == "apiextensions.k8s.io")
+    res = crd_group["versions"][0]["resources"][0]
+    assert res["resource"] == "customresourcedefinitions" and res["scope"] == "Cluster"
+
+
+def test_create_get_update_conflict_and_delete(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    code, created = hub.json("POST", base, cm("one"))
+    assert code == 201
+    meta = created["metadata"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", meta["uid"]) and meta["resourceVersion"].isdigit()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["creationTimestamp"])
+    assert "generation" not in meta  # ConfigMaps don't track generation
+    code, body = hub.json("POST", base, cm("one"))
+    assert (code, body["reason"], body["message"]) == (409, "AlreadyExists", 'configmaps "one" already exists')
+    assert body["details"] == {"name": "one", "group": "", "kind": "configmaps"}
+
+    stale = dict(created, data={"k": "v2"})
+    code, updated = hub.json("PUT", f"{base}/one", stale)
+    assert code == 200 and int(updated["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
+    code, body = hub.json("PUT", f"{base}/one", dict(created, data={"k": "v3"}))
+    assert code == 409 and body["reason"] == "Conflict" and "the object has been modified" in body["message"]
+    _, got = hub.json("GET", f"{base}/one")
+    assert got["data"] == {"k": "v2"}
+
+    code, body = hub.json("DELETE", f"{base}/one")
+    assert code == 200 and body["status"] == "Success" and body["details"]["uid"] == meta["uid"]
+    code, body = hub.json("GET", f"{base}/one")
+    assert (code, body["reason"], body["message"]) == (404, "NotFound", 'configmaps "one" not found')
+
+
+def test_generate_name_and_list_items_never_null(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    _, empty = hub.json("GET", base)
+    assert empty["items"] == [] and empty["kind"] == "ConfigMapList"
+    code, created = hub.json("POST", base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}})
+    assert code == 201 and re.fullmatch(r"gen-[bcdfghjklmnpqrstvwxz2456789]{5}", created["metadata"]["name"])
+
+
+def test_label_and_field_selectors(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name, labels in [("a", {"app": "web", "tier": "fe"}), ("b", {"app": "db"}), ("c", {})]:
+        assert hub.json("POST", base, cm(name, labels=labels))[0] == 201
+
+    def names(query: str) -> list[str]:
+        code, body = hub.json("GET", f"{base}?{query}")
+        assert code == 200, body
+        return [i["metadata"]["name"] for i in body["items"]]
+
+    assert names("labelSelector=app%3Dweb") == ["a"]
+    assert names("labelSelector=app%3D%3Dweb") == ["a"]
+    assert names("labelSelector=app%21%3Dweb") == ["b", "c"]
+    assert names("labelSelector=app+in+(web,db)") == ["a", "b"]
+    assert names("labelSelector=app+notin+(web)") == ["b", "c"]
+    assert names("labelSelector=tier") == ["a"]
+    assert names("labelSelector=%21tier") == ["b", "c"]
+    assert names("labelSelector=app,%21tier") == ["b"]
+    assert names("fieldSelector=metadata.name%3Db") == ["b"]
+    assert names("fieldSelector=metadata.name%21%3Db") == ["a", "c"]
+    assert names(f"fieldSelector=metadata.namespace%3D{namespace}") == ["a", "b", "c"]
+    code, body = hub.json("GET", f"{base}?fieldSelector=spec.foo%3Dx")
+    assert code == 400 and body["reason"] == "BadRequest" and "spec.foo" in body["message"]
+    code, body = hub.json("GET", f"{base}?labelSelector=app+in+web")
+    assert code == 400 and "unable to parse requirement" in body["message"]
+
+
+def test_paging_with_limit_and_continue(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(7):
+        hub.json("POST", base, cm(f"p{i}"))
+    seen, token, pages = [], "", 0
+    while True:
+        _, page = hub.json("GET", f"{base}?limit=3" + (f"&continue={token}" if token else ""))
+        pages += 1
+        seen += [i["metadata"]["name"] for i in page["items"]]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+        assert page["metadata"]["remainingItemCount"] > 0
+    assert seen == [f"p{i}" for i in range(7)] and pages == 3
+    code, body = hub.json("GET", f"{base}?limit=3&continue=garbage")
+    assert code == 400
+
+
+def test_dry_run_stores_nothing(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    code, body = hub.json("POST", f"{base}?dryRun=All", cm("dry"))
+    assert code == 201 and body["metadata"]["name"] == "dry"
+    assert hub.json("GET", f"{base}/dry")[0] == 404
+    code, body = hub.json("POST", f"{base}?dryRun=Some", cm("dry"))
+    assert code == 422
+
+
+def test_namespace_errors(hub: Hub):
+    code, body = hub.json("POST", "/api/v1/namespaces/nope/configmaps", cm("x"))
+    assert (code, body["message"]) == (404, 'namespaces "nope" not found')
+    code, body = hub.json("DELETE", "/api/v1/namespaces/default")
+    assert code == 403 and body["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+
+
+def test_secret_string_data_is_write_only(hub: Hub, namespace: str):
+    code, body = hub.json("POST", f"/api/v1/namespaces/{namespace}/secrets",
+                          {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"pw": "hunter2"}})
+    assert code == 201 and "stringData" not in body
+    assert body["data"] == {"pw": "aHVudGVyMg=="} and body["type"] == "Opaque"
+
+
+def test_immutable_configmap(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    _, created = hub.json("POST", base, dict(cm("frozen"), immutable=True))
+    code, body = hub.json("PUT", f"{base}/frozen", dict(created, data={"k": "changed"}))
+    assert code == 422 and body["reason"] == "Invalid"
+    assert any(c["field"] == "data" for c in body["details"]["causes"])
+
+
+def test_bad_input_gets_status_errors(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    cases = [
+        (b"{not json", "application/json", 400),
+        (b"- a\n- b", "application/yaml", 400),
+        (json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}).encode(), "application/json", 400),
+        (json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}).encode(), "application/json", 422),
+        (json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"a": "b c"}}}).encode(), "application/json", 422),
+        (json.dumps({"kind": "ConfigMap", "metadata": {"name": "x"}}).encode(), "application/json", 400),
+        (b"x" * (3 * 1024 * 1024 + 10), "application/json", 413),
+        (b"k8s\x00garbage", "application/vnd.kubernetes.protobuf", 400),
+        (b"<xml/>", "text/xml", 415),
+    ]
+    for body, ctype, want in cases:
+        code, headers, raw = hub.request("POST", base, body, content_type=ctype)
+        status = json.loads(raw)
+        assert code == want, (body[:60], code, status)
+        assert status["kind"] == "Status" and status["code"] == want and status["message"]
+        assert headers["content-type"] == "application/json"
+    code, body = hub.json("GET", "/apis/example.com/v1/nothings")
+    assert code == 404 and body["kind"] == "Status"
+    _, listed = hub.json("GET", base)
+    assert listed["items"] == []  # nothing half-written

@@ -1,0 +1,100 @@
+"""Watch over HTTP: initial events, resume, 410, bookmarks, sendInitialEvents, timeouts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+from ..harness import Hub, wait_for
+from .test_rest import cm
+
+
+class Stream:
+    """A watch response read line by line on a thread."""
+
+    def __init__(self, hub: Hub, path: str) -> None:
+        req = urllib.request.Request(hub.url + path, headers={"Authorization": f"Bearer {hub.token}"})
+        self.resp = urllib.request.urlopen(req, context=hub.ssl_context(), timeout=30)
+        self.events: list[dict] = []
+        self.ended = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.resp:
+                self.events.append(json.loads(line))
+        except (OSError, ValueError):
+            pass
+        self.ended.set()
+
+    def wait(self, n: int, timeout: float = 10.0) -> list[dict]:
+        wait_for(lambda: len(self.events) >= n, timeout, what=f"{n} watch events (have {self.events})")
+        return self.events
+
+    def close(self) -> None:
+        self.resp.close()
+
+
+def names(events: list[dict]) -> list[tuple[str, str]]:
+    return [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
+
+
+def test_watch_without_rv_sends_synthetic_added_then_live(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    hub.json("POST", base, cm("before"))
+    s = Stream(hub, f"{base}?watch=true")
+    s.wait(1)
+    hub.json("POST", base, cm("after"))
+    hub.json("PATCH", f"{base}/after", {"data": {"x": "y"}}, content_type="application/merge-patch+json")
+    hub.json("DELETE", f"{base}/after")
+    s.wait(4)
+    assert names(s.events) == [("ADDED", "before"), ("ADDED", "after"), ("MODIFIED", "after"), ("DELETED", "after")]
+    revs = [int(e["object"]["metadata"]["resourceVersion"]) for e in s.events[1:]]
+    assert revs == sorted(revs)
+    s.close()
+
+
+def test_watch_resumes_from_resource_version(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    _, a = hub.json("POST", base, cm("a"))
+    hub.json("POST", base, cm("b"))
+    hub.json("POST", base, cm("c"))
+    s = Stream(hub, f"{base}?watch=1&resourceVersion={a['metadata']['resourceVersion']}")
+    s.wait(2)
+    assert names(s.events) == [("ADDED", "b"), ("ADDED", "c")]
+    s.close()
+
+
+def test_timeout_seconds_ends_the_stream_cleanly(hub: Hub, namespace: str):
+    started = time.monotonic()
+    s = Stream(hub, f"/api/v1/namespaces/{namespace}/configmaps?watch=true&timeoutSeconds=1")
+    assert s.ended.wait(10)
+    assert 0.9 < time.monotonic() - started < 8
+    assert all(e["type"] != "ERROR" for e in s.events)
+
+
+def test_send_initial_events_ends_with_the_bookmark(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    hub.json("POST", base, cm("x"))
+    hub.json("POST", base, cm("y"))
+    code, body = hub.json("GET", f"{base}?watch=true&sendInitialEvents=true")
+    assert code == 422
+    s = Stream(hub, f"{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=")
+    events = s.wait(3)
+    assert names(events[:2]) == [("ADDED", "x"), ("ADDED", "y")]
+    assert events[2]["type"] == "BOOKMARK"
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    s.close()
+
+
+def test_selector_changes_become_added_and_deleted(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    s = Stream(hub, f"{base}?watch=true&labelSelector=pick%3Dyes")
+    hub.json("POST", base, cm("flip"))
+    hub.json("PATCH", f"{base}/flip", {"metadata": {"labels": {"pick": "yes"}}}, content_type="application/merge-patch+json")
+    hub.json("PATCH", f"{base}/flip", {"metadata": {"labels": {"pick": "no"}}}, content_type="application/merge-patch+json")
+    s.wait(2)
+    assert names(s.events) == [("ADDED", "flip"), ("DELETED", "flip")]
+    s.close()
