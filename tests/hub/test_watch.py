@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import urllib.request
@@ -34,6 +35,12 @@ class Stream:
         return self.events
 
     def close(self) -> None:
+        """Hang up (shutting the socket down wakes the reader thread at once)."""
+        try:
+            self.resp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass
+        self.ended.wait(5)
         self.resp.close()
 
 
@@ -97,4 +104,34 @@ def test_selector_changes_become_added_and_deleted(hub: Hub, namespace: str):
     hub.json("PATCH", f"{base}/flip", {"metadata": {"labels": {"pick": "no"}}}, content_type="application/merge-patch+json")
     s.wait(2)
     assert names(s.events) == [("ADDED", "flip"), ("DELETED", "flip")]
+    s.close()
+
+
+def test_bookmarks_arrive_on_their_interval(tmp_path):
+    hub = Hub(tmp_path / "bm", extra=["--watch-bookmark-interval", "0.5"]).start()
+    try:
+        s = Stream(hub, "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=0")
+        events = s.wait(2, timeout=5)
+        assert [e["type"] for e in events[:2]] == ["BOOKMARK", "BOOKMARK"]
+        assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"].isdigit()
+        s.close()
+        # no bookmarks unless asked for
+        quiet = Stream(hub, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=2")
+        assert quiet.ended.wait(5) and quiet.events == []
+    finally:
+        hub.stop()
+
+
+def test_metrics_count_requests_and_open_watches(hub: Hub, namespace: str):
+    s = Stream(hub, f"/api/v1/namespaces/{namespace}/configmaps?watch=true")
+    created = 'apiserver_request_total{code="201",group="",resource="namespaces",subresource="",verb="create"}'
+
+    def scrape() -> str | None:
+        text = hub.request("GET", "/metrics")[2].decode()
+        return text if created in text else None
+
+    text = wait_for(scrape, what="the create to be counted")
+    watchers = [line for line in text.splitlines() if line.startswith('apiserver_registered_watchers{resource="configmaps"}')]
+    assert watchers and float(watchers[0].split()[-1]) >= 1
+    assert "fleetplane_logical_clusters" in text and "fleetplane_storage_revision" in text
     s.close()

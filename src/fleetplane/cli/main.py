@@ -14,7 +14,8 @@ def _start(args: argparse.Namespace) -> int:
     from ..server.serve import Options, run
 
     run(Options(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
-                auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])]))))
+                auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
+                bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention))
     return 0
 
 
@@ -31,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-auth", action="store_true", help="accept requests without the admin token")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
+    start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",
+                       help="how often watches that allow bookmarks get one (kube: about every minute)")
+    start.add_argument("--history-retention", type=float, default=300.0, metavar="SECONDS",
+                       help="how long the store keeps history for watches to resume from before compacting it")
     start.set_defaults(func=_start)
     return p
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Mapping
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
@@ -13,22 +14,40 @@ from ..storage.interface import Store
 from ..storage.watchcache import WatchCache
 from .builtins import CRDStrategy, cluster_name_error
 from .catalog import CRD_PREFIX, ROOT, Catalog
+from .crd import default_crd, types_from_crd
 from .lifecycle import SYSTEM_MANAGER, Lifecycle
-from .store import Context, GenericStore
+from .store import Admission, Context, GenericStore
 from .types import ResourceType
 
 log = logging.getLogger(__name__)
+
+def system_types(crds: Iterable[dict]) -> list[ResourceType]:
+    """The ResourceTypes of CRD documents served everywhere without being stored."""
+    out: list[ResourceType] = []
+    for doc in crds:
+        crd = {**doc, "spec": dict(doc["spec"])}
+        default_crd(crd)
+        out.extend(types_from_crd(crd))
+    return out
+
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CLUSTERS_PREFIX = "/tenancy.fleetplane.io/logicalclusters/root/"
 
 
 class Registry:
-    def __init__(self, storage: Store) -> None:
+    """``system_crds`` are CRD documents served in every logical cluster like built-ins (kcp
+    would bind them through an APIExport); ``admission`` adds checks per (group, kind)."""
+
+    def __init__(self, storage: Store, system_crds: Iterable[dict] = (),
+                 admission: Mapping[tuple[str, str], Admission] | None = None, history_retention: float = 300.0) -> None:
         self.storage = storage
+        self.history_retention = history_retention
+        self._compactor: asyncio.Task | None = None
         self.cache = WatchCache(storage)
-        self.catalog = Catalog()
-        self.store = GenericStore(storage, self.cache, self.namespace_state)
+        self.catalog = Catalog(system_types(system_crds))
+        self.store = GenericStore(storage, self.cache, self.namespace_state, self.namespace_labels)
+        self.store.admission.update(admission or {})
         self.lifecycle = Lifecycle(self)
         self._creating: dict[str, asyncio.Future] = {}
         crd_rt = self.catalog.lookup(ROOT, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -46,19 +65,43 @@ class Registry:
         self.cache.add_listener(self.lifecycle.handle_event)
         self.lifecycle.start()
         await self.ensure_cluster(ROOT)
+        self._compactor = asyncio.create_task(self._compact_periodically(), name="compactor")
 
     async def close(self) -> None:
+        if self._compactor:
+            self._compactor.cancel()
         await self.lifecycle.close()
         await self.cache.close()
         await self.storage.close()
 
     # -- lookups used by the store and controllers ---------------------------------------
 
+    async def _compact_periodically(self) -> None:
+        """Keep ``history_retention`` seconds of store history, as kube-apiserver compacts etcd."""
+        loop = asyncio.get_running_loop()
+        marks: list[tuple[float, int]] = []
+        step = max(min(self.history_retention / 5, 60.0), 0.1)
+        while True:
+            await asyncio.sleep(step)
+            now = loop.time()
+            marks.append((now, await self.storage.current_revision()))
+            due = [rev for t, rev in marks if now - t >= self.history_retention]
+            if due:
+                try:
+                    await self.storage.compact(due[-1])
+                except Exception:
+                    log.exception("compaction failed")
+                marks = [(t, rev) for t, rev in marks if now - t < self.history_retention]
+
     def namespace_state(self, cluster: str, namespace: str) -> str | None:
         o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
         if o is None:
             return None
         return "Terminating" if o.obj["metadata"].get("deletionTimestamp") else "Active"
+
+    def namespace_labels(self, cluster: str, namespace: str) -> dict[str, str]:
+        o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
+        return dict(o.obj["metadata"].get("labels") or {}) if o is not None else {}
 
     def crds_in(self, cluster: str) -> list[dict]:
         return [o.obj for o in self.cache.resource(CRD_PREFIX).objects(cluster, None)]

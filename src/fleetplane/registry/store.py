@@ -32,6 +32,9 @@ from . import apply as ssa
 from . import patch as patching
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid, now_rfc3339
 from .types import ResourceType
+from .validation import validate_object_meta
+
+Admission = Callable[[dict, "dict | None", dict], list[FieldError]]
 
 SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 ORPHAN_FINALIZER = "orphan"
@@ -79,11 +82,15 @@ def decode_continue(token: str) -> tuple[int, str]:
 
 
 class GenericStore:
-    def __init__(self, storage: Store, cache: WatchCache, namespace_state: Callable[[str, str], str | None]) -> None:
+    def __init__(self, storage: Store, cache: WatchCache, namespace_state: Callable[[str, str], str | None],
+                 namespace_labels: Callable[[str, str], dict[str, str]]) -> None:
         self.storage = storage
         self.cache = cache
         #: (cluster, namespace) -> "Active" | "Terminating" | None (absent)
         self.namespace_state = namespace_state
+        self.namespace_labels = namespace_labels
+        #: (group, kind) -> admission check run after validation: (obj, old, namespace labels) -> errors
+        self.admission: dict[tuple[str, str], Admission] = {}
 
     # -- keys and presentation ------------------------------------------------------------
 
@@ -218,6 +225,17 @@ class GenericStore:
         if ctx.field_validation == "Warn":
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
 
+    def _validate(self, rt: ResourceType, ctx: Context, obj: dict, old: dict | None) -> list[FieldError]:
+        """The strategy's validation, ObjectMeta's for custom resources, then admission plugins."""
+        errs = rt.strategy.validate(obj) if old is None else rt.strategy.validate_update(obj, old)
+        if rt.custom:
+            errs = validate_object_meta(obj, namespaced=rt.namespaced) + errs
+        plugin = self.admission.get((rt.group, rt.kind))
+        if plugin is not None and not errs:
+            labels = self.namespace_labels(ctx.cluster, ctx.namespace) if rt.namespaced else {}
+            errs = plugin(obj, old, labels)
+        return errs
+
     def _invalid(self, rt: ResourceType, obj: dict, errs: list[FieldError]) -> StatusError:
         name = (obj.get("metadata") or {}).get("name") or ""
         return e.invalid_object(rt.group, rt.kind, name, errs)
@@ -242,11 +260,7 @@ class GenericStore:
         rt.strategy.canonicalize(obj)
         self._prune_and_default(rt, ctx, obj)
         rt.strategy.prepare_for_create(obj)
-        errs = rt.strategy.validate(obj)
-        if rt.custom:
-            from .validation import validate_object_meta
-
-            errs = validate_object_meta(obj, namespaced=rt.namespaced) + errs
+        errs = self._validate(rt, ctx, obj, None)
         if errs:
             raise self._invalid(rt, obj, errs)
         meta["uid"] = new_uid()
@@ -425,11 +439,7 @@ class GenericStore:
             rt.strategy.canonicalize(new)
             self._prune_and_default(rt, ctx, new)
             rt.strategy.prepare_for_update(new, old)
-        errs = rt.strategy.validate_update(new, old)
-        if rt.custom:
-            from .validation import validate_object_meta
-
-            errs = validate_object_meta(new, namespaced=rt.namespaced) + errs
+        errs = self._validate(rt, ctx, new, old)
         if old_meta.get("deletionTimestamp"):
             added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
             if added:

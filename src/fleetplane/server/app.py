@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from .. import __version__
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
-from ..registry.hub import Registry
+from ..registry.hub import CLUSTERS_PREFIX, Registry
 from . import discovery, metrics, openapi
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
@@ -37,6 +37,7 @@ class ServerConfig:
     token: str | None = None  # None: no authentication (tests of the bare app)
     server_address: str = "127.0.0.1:6443"
     git_version: str = GIT_VERSION
+    bookmark_interval: float = 60.0
 
 
 def version_info(git_version: str) -> dict:
@@ -49,10 +50,12 @@ class HubApp:
     def __init__(self, registry: Registry, config: ServerConfig) -> None:
         self.registry = registry
         self.config = config
-        self.resources = ResourceHandler(registry)
+        self.resources = ResourceHandler(registry, config.bookmark_interval)
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
         self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}
+        metrics.LOGICAL_CLUSTERS.set_function(lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())))
+        metrics.STORAGE_REVISION.set_function(lambda: registry.cache.revision)
 
     # -- ASGI -----------------------------------------------------------------------------
 
@@ -62,10 +65,16 @@ class HubApp:
             return
         if scope["type"] != "http":
             return
-        req = Request.from_scope(scope, receive, send)
+        status = [500]
+
+        async def send_and_record(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        req = Request.from_scope(scope, receive, send_and_record)
         started = time.perf_counter()
         info: RequestInfo | None = None
-        code = 200
         try:
             if not self._authenticated(req):
                 raise StatusError(401, "Unauthorized", "Unauthorized")
@@ -75,14 +84,12 @@ class HubApp:
             else:
                 await self._non_resource(req, info)
         except StatusError as err:
-            code = err.code
             await self._safe_error(req, err)
         except Exception as exc:  # the last line of defence: a 500 Status, logged
-            code = 500
             log.exception("internal error serving %s %s", req.method, req.path)
             await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
         finally:
-            metrics.observe(req, info, code, time.perf_counter() - started)
+            metrics.observe(req, info, status[0], time.perf_counter() - started)
 
     async def _safe_error(self, req: Request, err: StatusError) -> None:
         try:

@@ -19,7 +19,7 @@ from ..registry.types import ResourceType
 from . import codec, tables
 from .http import Request, respond, respond_json
 from .request import RequestInfo
-from .watch import serve_watch
+from .watch import DEFAULT_BOOKMARK_INTERVAL, serve_watch
 
 FIELD_VALIDATION = ("", "Ignore", "Warn", "Strict")
 
@@ -109,9 +109,10 @@ def include_object(req: Request) -> str:
 
 
 class ResourceHandler:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
         self.registry = registry
         self.store = registry.store
+        self.bookmark_interval = bookmark_interval
 
     async def handle(self, req: Request, info: RequestInfo) -> None:
         rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
@@ -174,7 +175,8 @@ class ResourceHandler:
     async def watch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         opts = list_options(req, rt, watch=True)
         await serve_watch(req, self.store, rt, make_context(req, info, rt), opts,
-                          table=wants_table(req), include_object=include_object(req) if wants_table(req) else "")
+                          table=wants_table(req), include_object=include_object(req) if wants_table(req) else "",
+                          bookmark_interval=self.bookmark_interval)
 
     # -- writes ---------------------------------------------------------------------------
 

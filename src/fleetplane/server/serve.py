@@ -27,6 +27,8 @@ class Options:
     auth: bool = True
     git_version: str = GIT_VERSION
     kubeconfig_clusters: list[str] = field(default_factory=lambda: ["root"])
+    bookmark_interval: float = 60.0
+    history_retention: float = 300.0
 
 
 class _Server(uvicorn.Server):
@@ -49,9 +51,10 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
     creds = ensure_credentials(opts.data_dir, [host_for_url])
-    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"))
+    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), history_retention=opts.history_retention)
     app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
-                                        server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version))
+                                        server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
+                                        bookmark_interval=opts.bookmark_interval))
     scheme = "https" if opts.tls else "http"
     config = uvicorn.Config(
         app, host=opts.bind, port=opts.port, loop="uvloop", http="httptools", lifespan="on",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 
 import orjson
@@ -18,11 +17,11 @@ from ..apimachinery.errors import StatusError
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
 from ..storage.watchcache import WatchEvent
-from . import tables
+from . import metrics, tables
 from .http import Request, end_stream, start_stream, stream_chunk
 
 #: kube's cacher sends a bookmark about every minute; Kopf gives up on a stream after 70 s
-BOOKMARK_INTERVAL = float(os.environ.get("FLEETPLANE_BOOKMARK_INTERVAL", "60"))
+DEFAULT_BOOKMARK_INTERVAL = 60.0
 
 
 def _parse_rv(value: str) -> int | None:
@@ -39,7 +38,7 @@ def _error_event(err: StatusError) -> bytes:
 
 
 async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: Context, opts: ListOptions,
-                      *, table: bool, include_object: str) -> None:
+                      *, table: bool, include_object: str, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
     send_initial = req.param("sendInitialEvents")
     initial_events = send_initial.lower() == "true" if send_initial else opts.resource_version in ("", "0")
     since = None if initial_events and not send_initial else _parse_rv(opts.resource_version)
@@ -64,6 +63,8 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
     encoder = _Encoder(rt, store, table, include_object)
 
     await start_stream(req)
+    gauge = metrics.WATCHERS.labels(rt.group_resource)
+    gauge.inc()
     disconnected = asyncio.Event()
 
     async def watch_disconnect() -> None:
@@ -89,7 +90,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            wait = min(remaining, BOOKMARK_INTERVAL) if bookmarks else remaining
+            wait = min(remaining, bookmark_interval) if bookmarks else remaining
             try:
                 async with asyncio.timeout(wait):
                     ev = await watcher.queue.get()
@@ -114,6 +115,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
     except OSError:
         pass
     finally:
+        gauge.dec()
         watcher.stop()
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
