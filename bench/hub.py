@@ -112,6 +112,29 @@ async def raw_store(n: int, concurrency: int) -> dict:
     return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
 
 
+def naive_sqlite(n: int) -> dict:
+    """SQLite on its own: one durable transaction per write (WAL, synchronous=FULL), no grouping."""
+    import sqlite3
+
+    d = tempfile.mkdtemp(prefix="fleetplane-naive-")
+    conn = sqlite3.connect(Path(d) / "naive.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE kv (key TEXT PRIMARY KEY, value BLOB, rev INTEGER)")
+    body = [orjson.dumps(payload(i)) for i in range(n)]
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        t1 = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO kv VALUES (?,?,?)", (f"/core/configmaps/root/default/cm-{i}", body[i], i))
+        conn.execute("COMMIT")
+        lat.append(time.perf_counter() - t1)
+    rate = n / (time.perf_counter() - t0)
+    conn.close()
+    return {"create": rate, "create_lat": percentiles(lat)}
+
+
 async def api(hub: HubProcess, n: int, concurrency: int) -> dict:
     base = hub.url + "/api/v1/namespaces/default/configmaps"
     async with hub.session(concurrency) as s:
@@ -240,15 +263,19 @@ def machine() -> str:
 async def run(quick: bool = False) -> dict:
     n = 1000 if quick else 4000
     conc = 32
-    results: dict = {"raw": await raw_store(n, conc)}
+    results: dict = {"raw": await raw_store(n, conc), "naive": naive_sqlite(n // 4)}
     hub = HubProcess()
     try:
         results["api"] = await api(hub, n, conc)
         results["paced"] = await paced_writes(hub, 500, 4 if quick else 10)
         results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
-        results["clusters"] = await clusters(hub, 1000 if quick else 10000)
     finally:
         hub.stop()
+    fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
+    try:
+        results["clusters"] = await clusters(fresh, 1000 if quick else 10000)
+    finally:
+        fresh.stop()
     return results
 
 

@@ -779,6 +779,14 @@ def _without_managed_fields(obj: dict) -> dict:
     return obj
 
 
+def _shallow_without_managed_fields(obj: dict) -> dict:
+    """``obj`` without metadata.managedFields, sharing everything else (read-only use)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _store(obj: dict, managers: _Managers) -> dict:
     _cap_update_managers(managers)
     encoded = _encode(managers)
@@ -819,12 +827,15 @@ def update_managed_fields(
     apply migration), else the stored ones. ``[{}]`` resets them. Writes to a subresource
     always start from the stored entries.
     """
-    result = copy.deepcopy(new)
+    # Only metadata.managedFields changes, so shallow copies of the top and of metadata do:
+    # this runs on every write, and deep copies were its largest cost.
+    result = dict(new)
     meta = result.get("metadata")
     if not isinstance(meta, dict):
         return result
+    meta = result["metadata"] = dict(meta)
     requested = meta.pop("managedFields", None)
-    old_obj = _without_managed_fields(copy.deepcopy(old)) if isinstance(old, dict) else None
+    old_obj = _shallow_without_managed_fields(old) if isinstance(old, dict) else None
     stored = (old.get("metadata") or {}).get("managedFields") if isinstance(old, dict) else None
 
     if subresource:

@@ -61,7 +61,7 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
         ssl_certfile=str(creds.serving_cert) if opts.tls else None,
         ssl_keyfile=str(creds.serving_key) if opts.tls else None,
-        timeout_keep_alive=30,
+        timeout_keep_alive=30, proxy_headers=False, server_header=False, date_header=False,
     )
     server_url = f"{scheme}://{host_for_url}:{opts.port}"
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
