@@ -20,15 +20,19 @@ CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
 def default_crd(obj: dict) -> None:
-    spec = obj.setdefault("spec", {})
-    names = spec.setdefault("names", {})
+    """Defaults of apiextensions v1 (malformed parts are left for validation to name)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
     if isinstance(names, dict) and isinstance(names.get("kind"), str):
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
     conv = spec.setdefault("conversion", {"strategy": "None"})
     if isinstance(conv, dict):
         conv.setdefault("strategy", "None")
-    for v in spec.get("versions") or []:
+    versions = spec.get("versions")
+    for v in versions if isinstance(versions, list) else []:
         if isinstance(v, dict) and "subresources" in v and v["subresources"] is None:
             del v["subresources"]
 
@@ -42,6 +46,12 @@ def validate_crd(obj: dict) -> list[FieldError]:
         return [e.required("spec")]
     group = spec.get("group")
     names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    if not isinstance(spec.get("names"), dict):
+        errs.append(e.required("spec.names") if spec.get("names") is None else e.invalid("spec.names", spec.get("names"), "must be an object"))
+    for f in ("plural", "singular", "kind", "listKind"):
+        if names.get(f) is not None and not isinstance(names.get(f), str):
+            errs.append(e.invalid(f"spec.names.{f}", names[f], "must be a string"))
+            names = {k: v for k, v in names.items() if k != f}
     if not group:
         errs.append(e.required("spec.group"))
     elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or "." not in group:
@@ -88,14 +98,22 @@ def validate_crd(obj: dict) -> list[FieldError]:
             errs.append(e.required(f"{p}.storage"))
         elif v["storage"]:
             storage += 1
-        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        schema_box = v.get("schema")
+        schema = schema_box.get("openAPIV3Schema") if isinstance(schema_box, dict) else None
         if schema is None:
             errs.append(e.required(f"{p}.schema.openAPIV3Schema", "schemas are required"))
+        elif not isinstance(schema, dict):
+            errs.append(e.invalid(f"{p}.schema.openAPIV3Schema", schema, "must be an object"))
         else:
             errs += validate_structural(schema, f"{p}.schema.openAPIV3Schema")
         sub = v.get("subresources") or {}
+        if not isinstance(sub, dict):
+            errs.append(e.invalid(f"{p}.subresources", sub, "must be an object"))
+            continue
         scale = sub.get("scale")
-        if scale is not None:
+        if scale is not None and not isinstance(scale, dict):
+            errs.append(e.invalid(f"{p}.subresources.scale", scale, "must be an object"))
+        elif scale is not None:
             for f in ("specReplicasPath", "statusReplicasPath"):
                 if not scale.get(f):
                     errs.append(e.required(f"{p}.subresources.scale.{f}"))

@@ -30,6 +30,7 @@ from ..storage.interface import (
 from ..storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
 from . import apply as ssa
 from . import patch as patching
+from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid, now_rfc3339
 from .types import ResourceType
 from .validation import validate_object_meta
@@ -241,9 +242,12 @@ class GenericStore:
         return e.invalid_object(rt.group, rt.kind, name, errs)
 
     async def create(self, rt: ResourceType, ctx: Context, obj: dict, *, fields_owned: bool = True) -> dict:
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise self._invalid(rt, obj, [e.invalid("metadata", meta, "must be an object")])
+        check_object_meta(obj, rt.kind, rt.version)
+        if not rt.custom:
+            drop_nulls(obj)
+        if obj.get("metadata") is None:
+            obj["metadata"] = {}
+        meta = obj["metadata"]
         if rt.namespaced:
             meta["namespace"] = ctx.namespace
         else:
@@ -267,8 +271,9 @@ class GenericStore:
         meta["creationTimestamp"] = now_rfc3339()
         if rt.strategy.tracks_generation:
             meta["generation"] = 1
-        annotations = meta.setdefault("annotations", {})
-        annotations[CLUSTER_ANNOTATION] = ctx.cluster
+        if not isinstance(meta.get("annotations"), dict):
+            meta["annotations"] = {}
+        meta["annotations"][CLUSTER_ANNOTATION] = ctx.cluster
         if fields_owned and ctx.manager:
             obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
                                             now=meta["creationTimestamp"], list_type_at=self._list_types(rt))
@@ -302,6 +307,7 @@ class GenericStore:
 
     async def update(self, rt: ResourceType, ctx: Context, name: str, obj: dict, *, subresource: str = "") -> dict:
         """PUT: replace the object; its metadata.resourceVersion (if any) is a precondition."""
+        check_object_meta(obj, rt.kind, rt.version)
         if not isinstance(obj.get("metadata"), dict):
             raise self._invalid(rt, obj, [e.required("metadata")])
         body_name = obj["metadata"].get("name")
@@ -345,6 +351,7 @@ class GenericStore:
                               {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]})
         if not isinstance(config, dict):
             raise e.bad_request("error decoding YAML: the applied configuration must be an object")
+        check_object_meta(config, rt.kind, rt.version)
         cmeta = config.get("metadata") or {}
         if cmeta.get("name") and cmeta["name"] != name:
             raise e.bad_request(f'the name of the object ({cmeta["name"]}) does not match the name on the URL ({name})')
@@ -404,6 +411,9 @@ class GenericStore:
 
     def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict, old: dict,
                         subresource: str, managed: bool) -> dict | None:
+        check_object_meta(new, rt.kind, rt.version)
+        if not rt.custom:
+            drop_nulls(new)
         if not isinstance(new.get("metadata"), dict):
             raise self._invalid(rt, new, [e.required("metadata")])
         meta = new["metadata"]
@@ -475,6 +485,7 @@ class GenericStore:
     async def delete(self, rt: ResourceType, ctx: Context, name: str, options: dict) -> tuple[dict, int, bool]:
         """DELETE; returns (body, http code, whether the body is the object rather than a Status)."""
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
+        check_delete_options(options)
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"
