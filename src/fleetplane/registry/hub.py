@@ -40,12 +40,13 @@ class Registry:
     would bind them through an APIExport); ``admission`` adds checks per (group, kind)."""
 
     def __init__(self, storage: Store, system_crds: Iterable[dict] = (),
-                 admission: Mapping[tuple[str, str], Admission] | None = None, history_retention: float = 300.0) -> None:
+                 admission: Mapping[tuple[str, str], Admission] | None = None, history_retention: float = 300.0,
+                 extra_types: Iterable[ResourceType] = ()) -> None:
         self.storage = storage
         self.history_retention = history_retention
         self._compactor: asyncio.Task | None = None
         self.cache = WatchCache(storage)
-        self.catalog = Catalog(system_types(system_crds))
+        self.catalog = Catalog([*extra_types, *system_types(system_crds)])
         self.store = GenericStore(storage, self.cache, self.namespace_state, self.namespace_labels)
         self.store.admission.update(admission or {})
         self.lifecycle = Lifecycle(self)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+import uvloop
 
 from ..registry.hub import Registry
 from ..storage.sqlite import SQLiteStore
@@ -29,6 +32,11 @@ class Options:
     kubeconfig_clusters: list[str] = field(default_factory=lambda: ["root"])
     bookmark_interval: float = 60.0
     history_retention: float = 300.0
+    #: more built-in types (a simulated physical cluster serves Deployments, Pods, ...)
+    extra_types: list = field(default_factory=list)
+    #: CRD documents served in every logical cluster, and admission checks by (group, kind)
+    system_crds: list = field(default_factory=list)
+    admission: dict = field(default_factory=dict)
 
 
 class _Server(uvicorn.Server):
@@ -51,7 +59,8 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
     creds = ensure_credentials(opts.data_dir, [host_for_url])
-    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), history_retention=opts.history_retention)
+    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), system_crds=opts.system_crds, admission=opts.admission,
+                        extra_types=opts.extra_types, history_retention=opts.history_retention)
     app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
                                         server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
                                         bookmark_interval=opts.bookmark_interval))
@@ -70,8 +79,37 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     return app, config
 
 
-def run(opts: Options) -> None:
+Background = Callable[[HubApp, Path], Awaitable[None]]
+
+
+async def serve(opts: Options, background: list[Background] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT; ``background`` coroutines (controllers that talk to this
+    server through its API with ``<data-dir>/admin.kubeconfig``) start once it is ready and
+    are cancelled before it shuts down."""
     app, config = build(opts)
     server = _Server(config)
     server.app_ref = app
-    server.run()
+    tasks: list[asyncio.Task] = []
+
+    async def start_background() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.02)
+        for fn in background or []:
+            tasks.append(asyncio.create_task(fn(app, opts.data_dir / "admin.kubeconfig")))
+
+    starter = asyncio.create_task(start_background())
+    try:
+        await server.serve()
+    finally:
+        starter.cancel()
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+
+def run(opts: Options, background: list[Background] | None = None) -> None:
+    uvloop.run(serve(opts, background))
