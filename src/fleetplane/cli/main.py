@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..logs import configure_logging
+from .inventory import add_parser as add_inventory_parser
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -15,7 +16,8 @@ def _start(args: argparse.Namespace) -> int:
 
     run(Options(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
-                bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention))
+                bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
+                cluster_profiles=not args.no_cluster_profiles))
     return 0
 
 
@@ -36,7 +38,10 @@ def parser() -> argparse.ArgumentParser:
                        help="how often watches that allow bookmarks get one (kube: about every minute)")
     start.add_argument("--history-retention", type=float, default=300.0, metavar="SECONDS",
                        help="how long the store keeps history for watches to resume from before compacting it")
+    start.add_argument("--no-cluster-profiles", action="store_true",
+                       help="do not serve the ClusterProfile API (KEP-4322) in every logical cluster")
     start.set_defaults(func=_start)
+    add_inventory_parser(sub)
     return p
 
 

@@ -442,6 +442,7 @@ class GenericStore:
         if subresource == "status":
             new = rt.strategy.prepare_for_status_update(new, old)
             meta = new["metadata"]
+            self._prune_and_default(rt, ctx, new)
         elif subresource == "finalize":
             new = rt.strategy.prepare_for_finalize(new, old)  # type: ignore[attr-defined]
             meta = new["metadata"]

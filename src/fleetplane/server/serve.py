@@ -37,6 +37,8 @@ class Options:
     #: CRD documents served in every logical cluster, and admission checks by (group, kind)
     system_crds: list = field(default_factory=list)
     admission: dict = field(default_factory=dict)
+    #: serve the ClusterProfile API (KEP-4322) in every logical cluster
+    cluster_profiles: bool = True
 
 
 class _Server(uvicorn.Server):
@@ -59,7 +61,13 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
     creds = ensure_credentials(opts.data_dir, [host_for_url])
-    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), system_crds=opts.system_crds, admission=opts.admission,
+    system_crds, admission = list(opts.system_crds), dict(opts.admission)
+    if opts.cluster_profiles:
+        from ..inventory import CLUSTERPROFILE_CRD, admit
+
+        system_crds.append(CLUSTERPROFILE_CRD)
+        admission[("multicluster.x-k8s.io", "ClusterProfile")] = admit
+    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), system_crds=system_crds, admission=admission,
                         extra_types=opts.extra_types, history_retention=opts.history_retention)
     app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
                                         server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
