@@ -1,0 +1,427 @@
+"""Turn a ClusterProfile (a plain dict, as read from any Kubernetes API) into an :class:`AccessConfig`.
+
+The algorithm follows upstream ``BuildConfigFromCP`` (cluster-inventory-api ``pkg/access``):
+
+1. collect ``status.credentialProviders`` (deprecated) and then ``status.accessProviders`` by name,
+   the latter winning on a name clash;
+2. walk the *provider file* order and take the first provider the profile offers;
+3. apply the ``clusterprofiles.multicluster.x-k8s.io/exec/additional-args`` and
+   ``.../additional-envs`` extensions under the provider's policies (default: ignored);
+4. keep the ``client.authentication.k8s.io/exec`` extension for ``ExecCredential.spec.cluster.config``;
+5. return the endpoint (server, CA data, tls-server-name, insecure-skip-tls-verify, proxy-url,
+   disable-compression) together with the resolved exec configuration.
+
+Where upstream has defects we do not repeat them: the shared provider configuration is never mutated
+(everything is frozen), the environment order is deterministic, a ``null`` extension is harmless,
+all transport fields are propagated, and the result is a hashable value object so consumers can cache
+clients per :class:`AccessConfig`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .errors import NoMatchingProviderError, ProfileError
+from .provider import DEFAULT_EXEC_TIMEOUT, CLIArgsPolicy, EnvVarsPolicy, ExecConfig, Provider, ProviderConfig
+
+if TYPE_CHECKING:
+    from .execplugin import Credential, ExecAuthenticator
+
+log = logging.getLogger(__name__)
+
+#: Reserved by the client authentication API: passed verbatim to ``ExecCredential.spec.cluster.config``.
+EXEC_EXTENSION = "client.authentication.k8s.io/exec"
+#: Reserved by KEP-4322.
+ADDITIONAL_ARGS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"
+ADDITIONAL_ENVS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs"
+
+#: Environment variables a ClusterProfile may never set, whatever the policy: the exec protocol's own
+#: input and the dynamic-loader hooks that would let a profile inject code into the plugin process.
+DENIED_PROFILE_ENV_VARS = frozenset(
+    {
+        "KUBERNETES_EXEC_INFO",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "DYLD_INSERT_LIBRARIES",
+        "DYLD_LIBRARY_PATH",
+        "DYLD_FRAMEWORK_PATH",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """Where and how to reach the cluster (the accessProvider's ``cluster``, minus extensions)."""
+
+    server: str
+    certificate_authority_data: bytes | None = field(default=None, repr=False)  # PEM bytes
+    tls_server_name: str | None = None
+    insecure_skip_tls_verify: bool = False
+    proxy_url: str | None = None
+    disable_compression: bool = False
+    #: The ``client.authentication.k8s.io/exec`` extension, as canonical (key-sorted) JSON.
+    exec_extension_json: bytes | None = field(default=None, repr=False)
+
+    @property
+    def exec_extension(self) -> Any:
+        """The ``client.authentication.k8s.io/exec`` extension object, or ``None``."""
+        return None if self.exec_extension_json is None else orjson.loads(self.exec_extension_json)
+
+    @property
+    def certificate_authority_pem(self) -> str | None:
+        return (
+            None
+            if self.certificate_authority_data is None
+            else self.certificate_authority_data.decode("ascii", "replace")
+        )
+
+    def to_exec_cluster(self) -> dict[str, Any]:
+        """``ExecCredential.spec.cluster`` in client-go's field order and omitempty behaviour."""
+        out: dict[str, Any] = {"server": self.server}
+        if self.tls_server_name:
+            out["tls-server-name"] = self.tls_server_name
+        if self.insecure_skip_tls_verify:
+            out["insecure-skip-tls-verify"] = True
+        if self.certificate_authority_data:
+            out["certificate-authority-data"] = base64.b64encode(self.certificate_authority_data).decode(
+                "ascii"
+            )
+        if self.proxy_url:
+            out["proxy-url"] = self.proxy_url
+        if self.disable_compression:
+            out["disable-compression"] = True
+        # runtime.RawExtension marshals as null when empty; client-go always emits the key.
+        out["config"] = self.exec_extension
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class AccessConfig:
+    """Everything needed to reach one cluster: endpoint + exec credential plugin configuration.
+
+    Frozen and hashable: two configs built from the same profile content and provider compare and hash
+    equal, so consumers can key client caches on it and avoid reconnecting on every reconcile. The
+    ``profile`` label (``namespace/name``) is informational and excluded from equality.
+    """
+
+    provider: str
+    cluster: ClusterInfo
+    exec_config: ExecConfig
+    exec_timeout: float = DEFAULT_EXEC_TIMEOUT
+    profile: str | None = field(default=None, compare=False)
+
+    @property
+    def server(self) -> str:
+        return self.cluster.server
+
+    def authenticator(self) -> ExecAuthenticator:
+        """The process-wide shared authenticator (credential cache) for this configuration."""
+        from .execplugin import get_authenticator
+
+        return get_authenticator(self)
+
+    async def get_credential(self) -> Credential:
+        return await self.authenticator().get_credential()
+
+    def get_credential_sync(self) -> Credential:
+        return self.authenticator().get_credential_sync()
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def profile_label(profile: Mapping[str, Any]) -> str:
+    md = profile.get("metadata") or {}
+    name = md.get("name") or "<unnamed>"
+    ns = md.get("namespace")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+_warned_lock = threading.Lock()
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(kind: str, key: str, msg: str, *args: Any) -> None:
+    with _warned_lock:
+        if (kind, key) in _warned:
+            return
+        if len(_warned) > 10_000:
+            _warned.clear()
+        _warned.add((kind, key))
+    log.warning(msg, *args)
+
+
+def collect_access_providers(profile: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Map provider name -> access provider entry (``accessProviders`` overrides ``credentialProviders``)."""
+    label = profile_label(profile)
+    status = profile.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise ProfileError(f'cluster profile "{label}": status must be an object', profile=label)
+    out: dict[str, Mapping[str, Any]] = {}
+    for field_name in ("credentialProviders", "accessProviders"):
+        entries = status.get(field_name) or []
+        if not isinstance(entries, list):
+            raise ProfileError(
+                f'cluster profile "{label}": status.{field_name} must be a list', profile=label
+            )
+        if field_name == "credentialProviders" and entries:
+            _warn_once(
+                "deprecated",
+                label,
+                "ClusterProfile %r uses deprecated field status.credentialProviders; please migrate to accessProviders",
+                label,
+            )
+        for i, entry in enumerate(entries):
+            if (
+                not isinstance(entry, Mapping)
+                or not isinstance(entry.get("name"), str)
+                or not entry.get("name")
+            ):
+                raise ProfileError(
+                    f'cluster profile "{label}": status.{field_name}[{i}] must be an object with a non-empty name',
+                    profile=label,
+                )
+            out[entry["name"]] = entry
+    return out
+
+
+def select_access_provider(
+    profile: Mapping[str, Any], providers: ProviderConfig
+) -> tuple[Provider, Mapping[str, Any]]:
+    """Return ``(provider, access provider entry)``: the first provider *in file order* the profile offers."""
+    profile = as_mapping(profile)
+    offered = collect_access_providers(profile)
+    for p in providers.providers:
+        entry = offered.get(p.name)
+        if entry is not None:
+            return p, entry
+    label = profile_label(profile)
+    raise NoMatchingProviderError(
+        f'no matching cluster accessor found for cluster profile "{label}" '
+        f"(profile offers {sorted(offered)}; provider file configures {list(providers.names)})",
+        profile=label,
+    )
+
+
+def as_mapping(profile: Any) -> Mapping[str, Any]:
+    """Accept a dict, or an object with ``to_dict()`` (kubernetes dynamic client, lightkube generic resources)."""
+    if isinstance(profile, Mapping):
+        return profile
+    to_dict = getattr(profile, "to_dict", None)
+    if callable(to_dict):
+        d = to_dict()
+        if isinstance(d, Mapping):
+            return d
+    raise ProfileError(f"cluster profile must be a mapping, got {type(profile).__name__}")
+
+
+def build_access_config(profile: Mapping[str, Any], providers: ProviderConfig) -> AccessConfig:
+    """Build the :class:`AccessConfig` for a ClusterProfile dict (upstream ``BuildConfigFromCP``)."""
+    profile = as_mapping(profile)
+    provider, entry = select_access_provider(profile, providers)
+    label = profile_label(profile)
+
+    def err(msg: str) -> ProfileError:
+        return ProfileError(
+            f'cluster profile "{label}", provider "{provider.name}": {msg}',
+            profile=label,
+            provider=provider.name,
+        )
+
+    cluster = entry.get("cluster")
+    if not isinstance(cluster, Mapping):
+        raise err("access provider has no cluster")
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        raise err("cluster.server is required")
+
+    ca: bytes | None = None
+    ca_raw = cluster.get("certificate-authority-data")
+    if ca_raw not in (None, ""):
+        if not isinstance(ca_raw, str):
+            raise err("cluster.certificate-authority-data must be a base64 string")
+        try:
+            ca = base64.b64decode("".join(ca_raw.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise err("cluster.certificate-authority-data is not valid base64") from None
+    if cluster.get("certificate-authority"):
+        _warn_once(
+            "ca-path",
+            label,
+            "ClusterProfile %r: cluster.certificate-authority (a file path) is ignored; use certificate-authority-data",
+            label,
+        )
+
+    def opt_str(key: str) -> str | None:
+        v = cluster.get(key)
+        if v in (None, ""):
+            return None
+        if not isinstance(v, str):
+            raise err(f"cluster.{key} must be a string")
+        return v
+
+    def opt_bool(key: str) -> bool:
+        v = cluster.get(key)
+        if v is None:
+            return False
+        if not isinstance(v, bool):
+            raise err(f"cluster.{key} must be a boolean")
+        return v
+
+    extensions = cluster.get("extensions") or []
+    if not isinstance(extensions, list):
+        raise err("cluster.extensions must be a list")
+    by_name: dict[str, Any] = {}
+    for i, ext in enumerate(extensions):
+        if not isinstance(ext, Mapping) or not isinstance(ext.get("name"), str) or not ext.get("name"):
+            raise err(f"cluster.extensions[{i}] must be an object with a non-empty name")
+        if ext["name"] in by_name:
+            raise err(f"cluster.extensions: duplicate name {ext['name']!r}")
+        by_name[ext["name"]] = ext.get("extension")
+
+    exec_ext_json: bytes | None = None
+    if EXEC_EXTENSION in by_name:
+        exec_ext_json = orjson.dumps(by_name[EXEC_EXTENSION], option=orjson.OPT_SORT_KEYS)
+        if not provider.exec_config.provide_cluster_info:
+            _warn_once(
+                "no-cluster-info",
+                f"{label}|{provider.name}",
+                "ClusterProfile %r sets the %s extension but provider %r has provideClusterInfo=false; "
+                "the plugin will not receive it",
+                label,
+                EXEC_EXTENSION,
+                provider.name,
+            )
+
+    exec_config = provider.exec_config
+    if ADDITIONAL_ARGS_EXTENSION in by_name and provider.cli_args_policy is CLIArgsPolicy.APPEND:
+        extra_args = _parse_additional_args(by_name[ADDITIONAL_ARGS_EXTENSION], err)
+        if extra_args:
+            exec_config = dataclasses.replace(exec_config, args=exec_config.args + tuple(extra_args))
+    if ADDITIONAL_ENVS_EXTENSION in by_name and provider.env_vars_policy is not EnvVarsPolicy.IGNORE:
+        extra_env = _parse_additional_envs(by_name[ADDITIONAL_ENVS_EXTENSION], err)
+        if extra_env:
+            exec_config = dataclasses.replace(
+                exec_config, env=merge_env(exec_config.env, extra_env, provider.env_vars_policy)
+            )
+
+    info = ClusterInfo(
+        server=server,
+        certificate_authority_data=ca,
+        tls_server_name=opt_str("tls-server-name"),
+        insecure_skip_tls_verify=opt_bool("insecure-skip-tls-verify"),
+        proxy_url=opt_str("proxy-url"),
+        disable_compression=opt_bool("disable-compression"),
+        exec_extension_json=exec_ext_json,
+    )
+    return AccessConfig(
+        provider=provider.name,
+        cluster=info,
+        exec_config=exec_config,
+        exec_timeout=provider.exec_timeout,
+        profile=label,
+    )
+
+
+def merge_env(
+    base: tuple[tuple[str, str], ...], extra: Mapping[str, str], policy: EnvVarsPolicy
+) -> tuple[tuple[str, str], ...]:
+    """Merge profile-sourced variables into the provider's env, deterministically.
+
+    Order: the provider file's variables in file order (a repeated name keeps its first position and
+    last value), then the profile's new variables sorted by name. ``AppendIfNotExists``: the file's
+    value wins on a clash. ``Replace``: the profile's value wins.
+    """
+    merged: dict[str, str] = {}
+    for n, v in base:
+        merged[n] = v
+    if policy is EnvVarsPolicy.REPLACE:
+        for n in merged:
+            if n in extra:
+                merged[n] = extra[n]
+    elif policy is not EnvVarsPolicy.APPEND_IF_NOT_EXISTS:
+        return base
+    for n in sorted(extra):
+        if n not in merged:
+            merged[n] = extra[n]
+    return tuple(merged.items())
+
+
+def _scalar_to_str(v: Any) -> str | None:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return orjson.dumps(v).decode()
+    return None
+
+
+def _maybe_yaml(value: Any, err, what: str) -> Any:
+    # The KEP describes the payload as YAML; a string holding YAML/JSON is accepted too.
+    if isinstance(value, str):
+        import yaml
+
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise err(f"failed to unmarshal {what} extension: the string is not valid YAML/JSON") from None
+    return value
+
+
+def _parse_additional_args(value: Any, err) -> list[str]:
+    what = "additional CLI args"
+    value = _maybe_yaml(value, err, what)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise err(
+            f"failed to unmarshal {what} extension: expected a list of strings, got {type(value).__name__}"
+        )
+    out: list[str] = []
+    for i, item in enumerate(value):
+        s = _scalar_to_str(item)
+        if s is None:
+            raise err(
+                f"failed to unmarshal {what} extension: item {i} must be a string, got {type(item).__name__}"
+            )
+        if "\x00" in s:
+            raise err(f"failed to unmarshal {what} extension: item {i} contains a NUL byte")
+        out.append(s)
+    return out
+
+
+def _parse_additional_envs(value: Any, err) -> dict[str, str]:
+    what = "additional env vars"
+    value = _maybe_yaml(value, err, what)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise err(
+            f"failed to unmarshal {what} extension: expected a map of strings, got {type(value).__name__}"
+        )
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k or "=" in k or "\x00" in k:
+            raise err(f"failed to unmarshal {what} extension: invalid variable name {k!r}")
+        if k in DENIED_PROFILE_ENV_VARS:
+            raise err(f"{what} extension: variable {k!r} may not be set from a ClusterProfile")
+        s = "" if v is None else _scalar_to_str(v)
+        if s is None:
+            raise err(
+                f"failed to unmarshal {what} extension: value of {k!r} must be a string, got {type(v).__name__}"
+            )
+        if "\x00" in s:
+            raise err(f"failed to unmarshal {what} extension: value of {k!r} contains a NUL byte")
+        out[k] = s
+    return out
