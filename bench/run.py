@@ -64,7 +64,17 @@ def render(r: dict, machine: str, when: str) -> str:
         "Each new logical cluster is a LogicalCluster object and four namespaces (five durable writes).",
     ]
     if "access" in r:
-        lines += ["", "## Credential library (`fleetplane.access`)", "", "```", json.dumps(r["access"], indent=2), "```"]
+        a = r["access"]
+        lines += [
+            "", "## Credential library (`fleetplane.access`)", "",
+            "| measure | value | baseline | ratio |", "|---|---|---|---|",
+            f"| credential fetch, warm cache, p50 | {a['warm_cache_us']['p50']:.1f} µs | cold exec of a `/bin/sh` plugin, p50 {a['cold_exec_ms']['p50']:.2f} ms | {a['cold_over_warm_p50']:.0f}× faster |",
+            f"| credential fetch, warm cache, async p50 | {a['warm_cache_async_us']['p50']:.1f} µs | | |",
+            f"| client config builds for {a['n_profiles']} ClusterProfiles | {a['config_builds_per_second']:.0f} per second | | |",
+            "",
+            "A cold fetch runs the exec plugin (KEP-541 protocol); a warm one returns the cached credential until",
+            "its expirationTimestamp. Real plugins (cloud CLIs) take 100 ms to seconds, so the cache matters more.",
+        ]
     return "\n".join(lines) + "\n"
 
 
