@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint venv clean
+.PHONY: demo test bench lint venv clean etcd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,11 +20,17 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 
-test: $(STAMP)
+# etcd (Debian's etcd-server) for the etcd backend's tests and benchmarks; installed when missing.
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { echo "installing etcd-server" >&2; S=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$S env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+	  $$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server >/dev/null; }
+
+test: $(STAMP) etcd
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
-bench: $(STAMP)
+bench: $(STAMP) etcd
 	$(BIN)/python -m bench.run
 
 clean:

@@ -9,6 +9,7 @@ import platform
 import sys
 from pathlib import Path
 
+from . import etcd as etcd_bench
 from . import hub as hub_bench
 
 
@@ -63,6 +64,19 @@ def render(r: dict, machine: str, when: str) -> str:
         "",
         "Each new logical cluster is a LogicalCluster object and four namespaces (five durable writes).",
     ]
+    if "etcd" in r:
+        lines += ["", *etcd_bench.render(r["etcd"])]
+    if "sim" in r:
+        s = r["sim"]
+        lines += [
+            "", "## Simulated physical cluster (`fleetplane cluster simulate`, 10 nodes)", "",
+            "| measure | value |", "|---|---|",
+            f"| pods brought to Ready per second (a 300-replica Deployment) | {s['pods_ready_per_second']:.0f} |",
+            f"| server CPU per pod (API writes of the controllers, scheduler, kubelet) | {s['server_cpu_seconds_per_pod_ms']:.1f} ms |",
+            f"| start-up to ready | {s['startup_seconds']:.2f} s |",
+            f"| resident memory at rest / with 300 pods | {s['rss_mib_idle']:.0f} MiB / {s['rss_mib_with_pods']:.0f} MiB |",
+            f"| CPU at rest | {s['idle_cpu_percent']:.1f} % |",
+        ]
     if "access" in r:
         a = r["access"]
         lines += [
@@ -81,6 +95,10 @@ def render(r: dict, machine: str, when: str) -> str:
 def main() -> int:
     quick = "--quick" in sys.argv
     results = asyncio.run(hub_bench.run(quick=quick))
+    results["etcd"] = asyncio.run(etcd_bench.run(quick=quick))
+    from fleetplane.sim import bench as sim_bench
+
+    results["sim"] = sim_bench.run()
     try:
         from fleetplane.access import bench as access_bench
 

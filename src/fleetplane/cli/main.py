@@ -8,16 +8,33 @@ import sys
 from pathlib import Path
 
 from ..logs import configure_logging
+from .cluster import add_parser as add_cluster_parser
 from .inventory import add_parser as add_inventory_parser
+from .storage import add_parser as add_storage_parser
+
+
+def _storage_url(args: argparse.Namespace) -> str:
+    """--storage sqlite|etcd (with --etcd-endpoints), or a store URL (sqlite:PATH, etcd:URL,...)."""
+    if args.storage == "sqlite":
+        return ""
+    if args.storage == "etcd":
+        if not args.etcd_endpoints:
+            raise ValueError("--storage etcd needs --etcd-endpoints URL[,URL...]")
+        return f"etcd:{args.etcd_endpoints}"
+    if args.storage.startswith(("sqlite:", "etcd:")):
+        return args.storage
+    raise ValueError(f"--storage: want sqlite, etcd or a store URL, not {args.storage!r}")
 
 
 def _start(args: argparse.Namespace) -> int:
     from ..server.serve import Options, run
 
+    storage = _storage_url(args)
     run(Options(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
-                cluster_profiles=not args.no_cluster_profiles))
+                cluster_profiles=not args.no_cluster_profiles, storage=storage, etcd_cacert=args.etcd_cacert,
+                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout))
     return 0
 
 
@@ -40,8 +57,18 @@ def parser() -> argparse.ArgumentParser:
                        help="how long the store keeps history for watches to resume from before compacting it")
     start.add_argument("--no-cluster-profiles", action="store_true",
                        help="do not serve the ClusterProfile API (KEP-4322) in every logical cluster")
+    start.add_argument("--storage", default="sqlite", metavar="sqlite|etcd|URL",
+                       help="sqlite (a file in the data dir; the default), etcd (with --etcd-endpoints), or a store URL")
+    start.add_argument("--etcd-endpoints", metavar="URL[,URL...]", help="etcd members, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379")
+    start.add_argument("--etcd-cacert", metavar="FILE", help="CA bundle that signed the etcd members' certificates")
+    start.add_argument("--etcd-cert", metavar="FILE", help="client certificate for etcd (mutual TLS)")
+    start.add_argument("--etcd-key", metavar="FILE", help="key of the etcd client certificate")
+    start.add_argument("--etcd-request-timeout", type=float, default=5.0, metavar="SECONDS",
+                       help="how long one etcd request may take before the API answers 504")
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
+    add_storage_parser(sub)
+    add_cluster_parser(sub)
     return p
 
 

@@ -85,7 +85,11 @@ class Registry:
         while True:
             await asyncio.sleep(step)
             now = loop.time()
-            marks.append((now, await self.storage.current_revision()))
+            try:
+                marks.append((now, await self.storage.current_revision()))
+            except Exception as exc:  # the store is unreachable for now: try again next step
+                log.warning("compaction: cannot read the store's revision: %s", exc)
+                continue
             due = [rev for t, rev in marks if now - t >= self.history_retention]
             if due:
                 try:
@@ -93,6 +97,15 @@ class Registry:
                 except Exception:
                     log.exception("compaction failed")
                 marks = [(t, rev) for t, rev in marks if now - t < self.history_retention]
+
+    async def healthy(self, timeout: float = 2.0) -> bool:
+        """The store answers and the watch cache has caught up with it (``/readyz``)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self.cache.sync(timeout)
+            return True
+        except Exception:
+            return False
 
     def namespace_state(self, cluster: str, namespace: str) -> str | None:
         o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
@@ -125,9 +138,19 @@ class Registry:
 
     # -- logical clusters -----------------------------------------------------------------
 
+    def _cluster_ready(self, name: str) -> bool:
+        """The LogicalCluster exists, and so do its undeletable namespaces (another replica, or
+        one that died, may have written the one and not yet the others)."""
+        o = self.cache.resource(CLUSTERS_PREFIX).get(CLUSTERS_PREFIX + name)
+        if o is None:
+            return False
+        if o.obj["metadata"].get("deletionTimestamp"):
+            return True
+        return all(self.namespace_state(name, ns) is not None for ns in DEFAULT_NAMESPACES[:3])
+
     async def ensure_cluster(self, name: str) -> None:
         """Create logical cluster ``name`` (with its default namespaces) if it does not exist."""
-        if self.cluster_exists(name):
+        if self._cluster_ready(name):
             return
         why = cluster_name_error(name)
         if why:

@@ -252,6 +252,8 @@ class GenericStore:
             meta["namespace"] = ctx.namespace
         else:
             meta.pop("namespace", None)
+        if rt.namespaced and self.namespace_state(ctx.cluster, ctx.namespace) is None:
+            await self.cache.sync()  # created a moment ago, maybe through another replica
         self._check_namespace(rt, ctx)
         generated = False
         if not meta.get("name") and meta.get("generateName"):

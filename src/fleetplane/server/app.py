@@ -20,6 +20,7 @@ from .. import __version__
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..registry.hub import CLUSTERS_PREFIX, Registry
+from ..storage.interface import StorageError, UnavailableError
 from . import discovery, metrics, openapi
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
@@ -44,6 +45,23 @@ def version_info(git_version: str) -> dict:
     return {"major": "1", "minor": KUBE_MINOR, "gitVersion": git_version, "gitCommit": "0" * 40,
             "gitTreeState": "clean", "buildDate": "2026-11-29T00:00:00Z", "goVersion": "go1.23.4",
             "compiler": "gc", "platform": "linux/amd64"}
+
+
+def storage_status(exc: BaseException) -> StatusError:
+    """A store that cannot answer is 503 (504 when it timed out); clients retry after a second."""
+    code = getattr(exc, "http_status", None)
+    if code == 413:
+        return e.too_large(str(exc))
+    if isinstance(exc, TimeoutError) or code == 504:
+        err = e.timeout(f"Timeout: request did not complete within the allotted timeout: {exc or 'storage did not answer'}")
+    elif isinstance(exc, UnavailableError):
+        err = e.unavailable(f"storage is unavailable: {exc}")
+    else:
+        log.error("storage error: %s", exc)
+        return e.internal(f"storage error: {exc}")
+    err.details = {"retryAfterSeconds": 1}
+    err.headers["Retry-After"] = "1"
+    return err
 
 
 class HubApp:
@@ -85,6 +103,8 @@ class HubApp:
                 await self._non_resource(req, info)
         except StatusError as err:
             await self._safe_error(req, err)
+        except (StorageError, TimeoutError) as exc:
+            await self._safe_error(req, storage_status(exc))
         except Exception as exc:  # the last line of defence: a 500 Status, logged
             log.exception("internal error serving %s %s", req.method, req.path)
             await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
@@ -153,8 +173,9 @@ class HubApp:
             raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
     async def _health(self, req: Request, which: str, parts: tuple[str, ...]) -> None:
-        ok = self.ready or which == "livez"
-        checks = {"ping": True, "etcd": self.ready, "informer-sync": self.ready}
+        store_ok = self.ready and (which == "livez" or await self.registry.healthy())
+        ok = store_ok or which == "livez"
+        checks = {"ping": True, "etcd": store_ok, "informer-sync": self.ready}
         if len(parts) > 1:
             name = parts[1]
             if name not in checks:

@@ -16,6 +16,7 @@ from ..apimachinery.selectors import FieldSelector, LabelSelector
 from ..registry.hub import Registry
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
+from ..registry.workloads import label_selector_string
 from . import codec, tables
 from .http import Request, respond, respond_json
 from .request import RequestInfo
@@ -116,6 +117,10 @@ class ResourceHandler:
 
     async def handle(self, req: Request, info: RequestInfo) -> None:
         rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
+        if rt is None and info.group:
+            # A CRD written through another replica a moment ago: catch up, then look again.
+            await self.registry.cache.sync()
+            rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
         if rt is None or (info.namespace and not rt.namespaced) or (info.subresource and info.subresource not in rt.subresources):
             raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
         method = req.method
@@ -304,7 +309,7 @@ class ResourceHandler:
         if rt.scale.label_selector_path:
             sel = _get_path(obj, rt.scale.label_selector_path)
             if sel is not None:
-                status["selector"] = sel
+                status["selector"] = sel if isinstance(sel, str) else label_selector_string(sel)
         spec_replicas = _get_path(obj, rt.scale.spec_replicas_path)
         return {"kind": "Scale", "apiVersion": "autoscaling/v1",
                 "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
@@ -312,7 +317,6 @@ class ResourceHandler:
 
     async def _update_scale(self, rt: ResourceType, ctx: Context, name: str, change) -> dict:
         assert rt.scale is not None
-        holder: dict[str, Any] = {}
 
         def mutate(obj: dict) -> dict:
             scale = change(copy_obj(self._scale_of(rt, obj)))
@@ -323,7 +327,6 @@ class ResourceHandler:
             if want_rv and want_rv != obj["metadata"]["resourceVersion"]:
                 raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
             _set_path(obj, rt.scale.spec_replicas_path, replicas)  # type: ignore[union-attr]
-            holder["obj"] = obj
             return obj
 
         obj = await self.store.guaranteed_update(rt, ctx, name, mutate)

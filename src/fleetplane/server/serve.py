@@ -14,7 +14,7 @@ import uvicorn
 import uvloop
 
 from ..registry.hub import Registry
-from ..storage.sqlite import SQLiteStore
+from ..storage.open import open_store
 from .app import GIT_VERSION, HubApp, ServerConfig
 from .certs import ensure_credentials, kubeconfig, write_kubeconfig
 
@@ -39,6 +39,14 @@ class Options:
     admission: dict = field(default_factory=dict)
     #: serve the ClusterProfile API (KEP-4322) in every logical cluster
     cluster_profiles: bool = True
+    #: the store: "" (SQLite in <data-dir>/hub.db), "sqlite:PATH" or "etcd:URL[,URL...]"
+    storage: str = ""
+    #: TLS to etcd: CA bundle, client certificate and key (PEM files)
+    etcd_cacert: str | None = None
+    etcd_cert: str | None = None
+    etcd_key: str | None = None
+    #: how long one etcd request may take before it fails with 504
+    etcd_request_timeout: float = 5.0
 
 
 class _Server(uvicorn.Server):
@@ -67,7 +75,9 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
 
         system_crds.append(CLUSTERPROFILE_CRD)
         admission[("multicluster.x-k8s.io", "ClusterProfile")] = admit
-    registry = Registry(SQLiteStore(opts.data_dir / "hub.db"), system_crds=system_crds, admission=admission,
+    store = open_store(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}", cacert=opts.etcd_cacert,
+                       cert=opts.etcd_cert, key=opts.etcd_key, timeout=opts.etcd_request_timeout)
+    registry = Registry(store, system_crds=system_crds, admission=admission,
                         extra_types=opts.extra_types, history_retention=opts.history_retention)
     app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
                                         server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .interface import CompactedError, Event, EventType, KeyValue, Store
+from .interface import CompactedError, Event, EventType, KeyValue, Store, UnavailableError
 from .keys import split_key
 
 log = logging.getLogger(__name__)
@@ -240,9 +240,21 @@ class WatchCache:
             except CompactedError:
                 # We fell behind compaction: reload everything (watchers get 410 on resume).
                 log.warning("watch cache fell behind compaction; relisting")
-                kvs, rev = await self.store.range("/")
+                while True:
+                    try:
+                        kvs, rev = await self.store.range("/")
+                        break
+                    except Exception as exc:  # the store is unreachable: keep trying
+                        log.warning("relist failed (%s); retrying", exc)
+                        await asyncio.sleep(0.5)
                 self._relist(kvs, rev)
                 start = rev + 1
+            except UnavailableError as exc:
+                # The store is unreachable (etcd down): end every watch cleanly, so that clients
+                # resume from their last resourceVersion (served from history) once it is back.
+                log.warning("store watch broke (%s); ending watches and resuming at revision %d", exc, start)
+                self.stop_watchers()
+                await asyncio.sleep(0.2)
             except Exception:
                 log.exception("store watch failed; retrying")
                 await asyncio.sleep(0.5)

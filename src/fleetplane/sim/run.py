@@ -1,0 +1,158 @@
+"""``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
+
+The server serves the hub's types and the workload types of :mod:`fleetplane.registry.workloads`
+and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
+same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
+like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
+informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
+ReplicaSet controllers, the scheduler and the simulated kubelets. They act on the ``root``
+logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import yaml
+
+from ..registry.workloads import workload_types
+from ..server.serve import Options
+from ..server.serve import run as serve_run
+from .client import Kube
+from .deployment import DeploymentController
+from .events import EventRecorder
+from .informer import Informer, wait_synced
+from .kubelet import Kubelet
+from .nodes import NodeShape, ensure_nodes
+from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
+from .scheduler import Scheduler
+
+log = logging.getLogger("fleetplane.sim")
+
+GIT_VERSION = "v1.32.0+fleetplane-sim"
+
+
+@dataclass
+class SimOptions:
+    name: str
+    data_dir: Path = Path(".fleetplane-sim")
+    bind: str = "127.0.0.1"
+    port: int = 6443
+    tls: bool = True
+    nodes: int = 3
+    node_cpu: str = "4"
+    node_memory: str = "16Gi"
+    node_pods: int = 110
+    labels: dict[str, str] = field(default_factory=dict)
+    kubelet_delay: float = 1.0
+    heartbeat_interval: float = 10.0
+
+
+def server_options(sim: SimOptions) -> Options:
+    opts = Options(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION,
+                   extra_types=workload_types())
+    if hasattr(opts, "cluster_profiles"):
+        opts.cluster_profiles = False  # the fleet's inventory API lives on the hub, not on member clusters
+    return opts
+
+
+def write_cluster_kubeconfig(path: Path, name: str) -> None:
+    """Name the kubeconfig's cluster, context and user after the simulated cluster, and point it at
+    the server itself (no ``/clusters/root``), as a physical cluster's kubeconfig reads; so
+    several simulated clusters' kubeconfigs merge without clashing."""
+    cfg = yaml.safe_load(path.read_text())
+    cluster = dict(cfg["clusters"][0]["cluster"])
+    server = cluster["server"]
+    if "/clusters/" in server:
+        cluster["server"] = server.split("/clusters/", 1)[0]
+    user = dict(cfg["users"][0]["user"])
+    out = {"apiVersion": "v1", "kind": "Config",
+           "clusters": [{"name": name, "cluster": cluster}],
+           "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+           "current-context": name, "users": [{"name": name, "user": user}], "preferences": {}}
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(out, f, sort_keys=False)
+    os.replace(tmp, path)
+
+
+class SimulatedCluster:
+    """The controllers of one simulated cluster, wired to its API server."""
+
+    def __init__(self, sim: SimOptions, kube: Kube, alive: Callable[[], bool] = lambda: True) -> None:
+        self.sim = sim
+        self.kube = kube
+        self.alive = alive
+        core, apps = kube.core, kube.apps
+        self.pods = Informer(kube, core.list_pod_for_all_namespaces, "pods", indexers=pod_indexers(), alive=alive)
+        self.replicasets = Informer(kube, apps.list_replica_set_for_all_namespaces, "replicasets",
+                                    indexers=rs_indexers(), alive=alive)
+        self.deployments = Informer(kube, apps.list_deployment_for_all_namespaces, "deployments", alive=alive)
+        self.nodes = Informer(kube, core.list_node, "nodes", alive=alive)
+        self.recorder = EventRecorder(kube)
+        kcm = kube.as_manager("kube-controller-manager")
+        self.deployment = DeploymentController(kcm, self.deployments, self.replicasets, self.pods, self.recorder)
+        self.replicaset = ReplicaSetController(kcm, self.replicasets, self.pods, self.recorder)
+        self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
+        self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
+                               heartbeat_interval=sim.heartbeat_interval, alive=alive)
+        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes]
+
+    async def run(self) -> None:
+        shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
+                          labels=dict(self.sim.labels))
+        await ensure_nodes(self.kube.as_manager("kubelet"), self.sim.name, self.sim.nodes, shape)
+        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.name}") for i in self.informers]
+        tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
+        try:
+            await wait_synced(self.informers)
+            log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.items))
+            tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
+                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
+            # everything runs until cancelled; an informer returns when the server is going away
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                t.result()
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+
+async def controllers(sim: SimOptions, app, kubeconfig: Path) -> None:
+    """The ``background`` entry for :func:`fleetplane.server.serve.serve`."""
+    write_cluster_kubeconfig(kubeconfig, sim.name)
+    kube = await Kube.from_kubeconfig(str(kubeconfig), user_agent=f"fleetplane-sim/{sim.name}")
+
+    def alive() -> bool:
+        return bool(getattr(app, "ready", True))
+
+    try:
+        while alive():
+            try:
+                await SimulatedCluster(sim, kube, alive).run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                if not alive():
+                    return
+                log.exception("simulated cluster %s: controllers failed; restarting them", sim.name)
+                await asyncio.sleep(1.0)
+    finally:
+        await kube.close()
+
+
+def run(sim: SimOptions) -> None:
+    """Serve the simulated cluster until SIGTERM/SIGINT."""
+    serve_run(server_options(sim), background=[partial(controllers, sim)])
