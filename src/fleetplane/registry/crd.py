@@ -17,6 +17,9 @@ from .types import META_FIELDS, PrinterColumn, ResourceType, ScaleSpec, Strategy
 from .validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+#: Kubernetes' API groups without a dot: CRDs may claim them, so that a physical cluster's
+#: built-in types (apps/v1 Deployments...) can be imported as CRDs, as kcp's prototype did.
+KUBE_GROUPS_WITHOUT_DOT = frozenset({"apps", "batch", "autoscaling", "policy"})
 
 
 def default_crd(obj: dict) -> None:
@@ -54,7 +57,7 @@ def validate_crd(obj: dict) -> list[FieldError]:
             names = {k: v for k, v in names.items() if k != f}
     if not group:
         errs.append(e.required("spec.group"))
-    elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or "." not in group:
+    elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or ("." not in group and group not in KUBE_GROUPS_WITHOUT_DOT):
         errs.append(e.invalid("spec.group", group, "should be a domain with at least one dot"))
     plural = names.get("plural")
     if not plural:

@@ -1081,7 +1081,10 @@ def _custom_printer(columns: tuple[PrinterColumn, ...], default_age: bool = Fals
 
 
 def printer_for(rt: ResourceType) -> Printer:
-    """The printer a type's tables use."""
+    """The printer a type's tables use. A cluster's built-in kind imported as a CRD (apps/v1
+    Deployment) prints like the built-in, so READY shows ready/desired as kube-apiserver does."""
+    if rt.custom and (rt.group, rt.kind) in _PRINTERS:
+        return _PRINTERS[(rt.group, rt.kind)]
     if rt.printer_columns:
         return _custom_printer(tuple(rt.printer_columns))
     if rt.custom:

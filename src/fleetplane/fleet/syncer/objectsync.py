@@ -1,0 +1,776 @@
+"""Object sync: hub objects labelled ``kcp.dev/cluster: <cluster>`` down to the cluster, status
+(and retained spec fields) back up, deletions both ways, drift reverted.
+
+Per synced type there are two informers (hub: the label selector; cluster: objects this
+syncer manages) feeding one work queue of (type, namespace, name) keys; a key's reconcile
+reads both caches and converges the pair. Nothing here polls, and nothing here depends on
+the type sync: a type is synced as soon as the hub serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from . import constants as C
+from .client import JSON_PATCH, MERGE_PATCH, ApiError, Client
+from .discovery import ApiResource
+from .events import now_rfc3339
+from .informer import Informer, Key, WorkQueue
+from .schema import digest
+
+if TYPE_CHECKING:
+    from . import Syncer
+
+log = logging.getLogger(__name__)
+
+MISSING: Any = object()
+NAMESPACES = ("", "namespaces")
+
+
+@dataclass(frozen=True)
+class RetainRule:
+    """Keep a field as the cluster has it instead of the hub's value, and copy it up to the hub
+    (the cluster's controller owns it), like Karmada's retain interpreter.
+
+    ``resource`` is ``"deployments.apps"`` (or ``"*"``); ``path`` a dotted field path
+    (``"spec.replicas"``); ``when`` is ``"always"``, ``"hpa"`` (a HorizontalPodAutoscaler in
+    the cluster targets the object) or ``"annotation"`` (the hub object's
+    ``fleetplane.io/retain`` annotation lists the path; listed paths are retained even without
+    a rule)."""
+
+    resource: str
+    path: str
+    when: str = "hpa"
+
+    def __post_init__(self) -> None:
+        if self.when not in ("always", "hpa", "annotation"):
+            raise ValueError(f"RetainRule.when must be always, hpa or annotation, not {self.when!r}")
+
+    def matches(self, group_resource: str) -> bool:
+        return self.resource in ("*", group_resource)
+
+
+DEFAULT_RETAIN = (
+    RetainRule("deployments.apps", "spec.replicas", "hpa"),
+    RetainRule("replicasets.apps", "spec.replicas", "hpa"),
+    RetainRule("statefulsets.apps", "spec.replicas", "hpa"),
+)
+
+
+# -- object helpers -------------------------------------------------------------------------
+
+def _meta(o: dict) -> dict:
+    return o.get("metadata") or {}
+
+
+def _labels(o: dict) -> dict:
+    return _meta(o).get("labels") or {}
+
+
+def _annotations(o: dict) -> dict:
+    return _meta(o).get("annotations") or {}
+
+
+def _deleting(o: dict) -> bool:
+    return bool(_meta(o).get("deletionTimestamp"))
+
+
+def _split(path: str) -> list[str]:
+    return [p for p in path.split(".") if p]
+
+
+def get_path(o: Any, path: str) -> Any:
+    for part in _split(path):
+        if not isinstance(o, dict) or part not in o:
+            return MISSING
+        o = o[part]
+    return o
+
+
+def set_path(o: dict, path: str, value: Any) -> None:
+    parts = _split(path)
+    for part in parts[:-1]:
+        nxt = o.get(part)
+        if not isinstance(nxt, dict):
+            nxt = o[part] = {}
+        o = nxt
+    o[parts[-1]] = value
+
+
+def del_path(o: dict, path: str) -> None:
+    parts = _split(path)
+    for part in parts[:-1]:
+        o = o.get(part)
+        if not isinstance(o, dict):
+            return
+    o.pop(parts[-1], None)
+
+
+def project(actual: Any, template: Any) -> Any:
+    """``actual`` cut down to the shape of ``template``: what the cluster has at the fields the
+    syncer set (the cluster may default or add fields elsewhere)."""
+    if isinstance(template, dict):
+        if not isinstance(actual, dict):
+            return actual
+        return {k: project(actual[k], v) if k in actual else "<missing>" for k, v in template.items()}
+    if isinstance(template, list):
+        if not isinstance(actual, list) or len(actual) != len(template):
+            return actual
+        return [project(a, t) for a, t in zip(actual, template, strict=True)]
+    return actual
+
+
+def differences(desired: Any, actual: Any, path: str = "", out: list[str] | None = None, limit: int = 5) -> list[str]:
+    """Where ``actual`` (projected) differs from ``desired``: ``spec.replicas: 3 in the hub, 5 in the cluster``."""
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    if isinstance(desired, dict) and isinstance(actual, dict):
+        for k, v in desired.items():
+            differences(v, actual.get(k, "<missing>"), f"{path}.{k}" if path else k, out, limit)
+    elif isinstance(desired, list) and isinstance(actual, list) and len(desired) == len(actual):
+        for i, (d, a) in enumerate(zip(desired, actual, strict=True)):
+            differences(d, a, f"{path}[{i}]", out, limit)
+    elif desired != actual:
+        def show(v: Any) -> str:
+            s = v if isinstance(v, str) and v == "<missing>" else orjson.dumps(v).decode()
+            return s if len(s) <= 60 else s[:57] + "..."
+        out.append(f"{path}: {show(desired)} on the hub, {show(actual)} in the cluster")
+    return out
+
+
+def _foreign_status(obj: dict, manager: str) -> bool:
+    """Has anyone but ``manager`` written this object's status?"""
+    for mf in _meta(obj).get("managedFields") or []:
+        if mf.get("manager") == manager:
+            continue
+        if mf.get("subresource") == "status" or "f:status" in (mf.get("fieldsV1") or {}):
+            return True
+    return False
+
+
+MEMO_TTL = 5.0
+
+
+def _rv(o: dict) -> int | None:
+    try:
+        return int(_meta(o).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _state_of(o: dict) -> dict:
+    raw = _annotations(o).get(C.SYNC_STATE_ANNOTATION)
+    if not raw:
+        return {}
+    try:
+        v = orjson.loads(raw)
+        return v if isinstance(v, dict) else {}
+    except orjson.JSONDecodeError:
+        return {}
+
+
+class SyncFailure(Exception):
+    """A reconcile outcome to show on the hub object (reason/message) and retry later."""
+
+    def __init__(self, reason: str, message: str, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.retriable = reason, message, retriable
+
+
+@dataclass
+class SyncedType:
+    hub: ApiResource
+    down: ApiResource
+
+    @property
+    def key(self) -> str:
+        return self.hub.group_resource
+
+    @property
+    def is_namespaces(self) -> bool:
+        return (self.hub.group, self.hub.resource) == NAMESPACES
+
+    @property
+    def status_up(self) -> bool:
+        return not self.is_namespaces and "status" in self.hub.subresources
+
+    @property
+    def status_down(self) -> bool:
+        return not self.is_namespaces and "status" in self.down.subresources
+
+
+class TypeWorker:
+    def __init__(self, sync: ObjectSync, st: SyncedType) -> None:
+        self.sync = sync
+        self.st = st
+        s = sync.syncer
+        self.hub_inf = Informer(s.hub, st.hub.path(), self._on_hub, label_selector=f"{C.CLUSTER_LABEL}={s.cluster_name}",
+                                name=f"hub {st.key}", on_status=self._on_status)
+        self.down_inf = Informer(s.down, st.down.path(), self._on_down, label_selector=f"{C.MANAGED_LABEL}={s.label_value}",
+                                 name=f"cluster {st.key}", on_status=self._on_status, missing_ok=True)
+        self.tasks: list[asyncio.Task] = []
+        #: objects as our own writes returned them, until the informer has caught up with them
+        #: (so a reconcile right after a write neither repeats it nor reads a stale cache)
+        self.written_hub: dict[Key, tuple[dict, float]] = {}
+        self.written_down: dict[Key, tuple[dict, float]] = {}
+
+    def current(self, k: Key, hub: bool) -> dict | None:
+        memo, inf = (self.written_hub, self.hub_inf) if hub else (self.written_down, self.down_inf)
+        mine = memo.get(k)
+        if mine is not None and time.monotonic() - mine[1] < MEMO_TTL:
+            return mine[0]
+        return inf.cache.get(k)
+
+    def wrote(self, obj: dict, hub: bool) -> None:
+        if _rv(obj) is not None:
+            (self.written_hub if hub else self.written_down)[(_meta(obj).get("namespace") or "", _meta(obj).get("name") or "")] = \
+                (obj, time.monotonic())
+
+    def start(self) -> None:
+        self.tasks = [asyncio.create_task(self.hub_inf.run(), name=f"hub-informer-{self.st.key}"),
+                      asyncio.create_task(self.down_inf.run(), name=f"down-informer-{self.st.key}"),
+                      asyncio.create_task(self._sweep(), name=f"sweep-{self.st.key}")]
+
+    async def stop(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        for t in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    def _enqueue(self, k: Key) -> None:
+        self.sync.queue.add((self.st.key, k[0], k[1]))
+
+    @staticmethod
+    def _settle(memo: dict[Key, tuple[dict, float]], k: Key, new: dict | None) -> None:
+        mine = memo.get(k)
+        if mine is None:
+            return
+        rv_new, rv_mine = (_rv(new) if new is not None else None), _rv(mine[0])
+        if new is None or rv_new is None or rv_mine is None or rv_new >= rv_mine:
+            memo.pop(k, None)
+
+    def _on_hub(self, k: Key, old: dict | None, new: dict | None) -> None:
+        self._settle(self.written_hub, k, new)
+        self._enqueue(k)
+
+    def _on_down(self, k: Key, old: dict | None, new: dict | None) -> None:
+        self._settle(self.written_down, k, new)
+        if new is None and self.st.is_namespaces:
+            self.sync.ns_ready.discard(k[1])
+        self._enqueue(k)
+
+    def _on_status(self, inf: Informer, error: str | None) -> None:
+        self.sync.syncer._informer_status(inf, error, hub=inf is self.hub_inf)
+        if error is None:
+            # back after an outage: look at everything again (a relist reports only differences)
+            for k in list(self.hub_inf.cache):
+                self._enqueue(k)
+
+    async def _sweep(self) -> None:
+        """Once the hub side is listed: hub objects that still carry this syncer's finalizer but
+        were unlabelled while it was not running (a labelled watch does not show them)."""
+        await self.hub_inf.synced.wait()
+        fin = self.sync.finalizer
+        while True:
+            try:
+                items, _ = await self.sync.syncer.hub.list_all(self.st.hub.path())
+                break
+            except ApiError:
+                await asyncio.sleep(2.0)
+        for o in items:
+            if fin in (_meta(o).get("finalizers") or []) and _labels(o).get(C.CLUSTER_LABEL) != self.sync.syncer.cluster_name:
+                self._enqueue((_meta(o).get("namespace") or "", _meta(o).get("name") or ""))
+
+
+class ObjectSync:
+    def __init__(self, syncer: Syncer, workers: int = 16) -> None:
+        self.syncer = syncer
+        self.hub: Client = syncer.hub
+        self.down: Client = syncer.down
+        self.workers = workers
+        self.queue = WorkQueue(base=0.1, cap=30.0)
+        self.types: dict[str, TypeWorker] = {}
+        #: (type, ns, name) -> (state, reason, message) of the last reconcile
+        self.state: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        #: (type, ns, name) -> (hash of the hub's intent, hash of the cluster's fields after our last write)
+        self.observed: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self.ns_ready: set[str] = set()
+        self.finalizer = C.finalizer(syncer.cluster_name)
+        self.hpa: Informer | None = None
+        self._hpa_task: asyncio.Task | None = None
+        self._worker_tasks: list[asyncio.Task] = []
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker_tasks = [asyncio.create_task(self._worker(), name=f"sync-worker-{i}") for i in range(self.workers)]
+
+    async def stop(self) -> None:
+        for t in self._worker_tasks:
+            t.cancel()
+        for w in list(self.types.values()):
+            await w.stop()
+        if self._hpa_task is not None:
+            self._hpa_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.gather(*self._worker_tasks, *([self._hpa_task] if self._hpa_task else []))
+
+    async def ensure_types(self, wanted: Iterable[SyncedType], hpa: ApiResource | None) -> None:
+        """Run a worker per wanted type; stop the others (their hub type is gone)."""
+        wanted = {st.key: st for st in wanted}
+        for key in list(self.types):
+            cur = self.types[key]
+            nxt = wanted.get(key)
+            if nxt is None or (nxt.hub.version, nxt.down.version) != (cur.st.hub.version, cur.st.down.version):
+                del self.types[key]
+                await cur.stop()
+                self.syncer._ok(f"informer:{cur.hub_inf.name}", f"informer:{cur.down_inf.name}")
+                self.queue.drop(lambda k, key=key: k[0] == key)
+                for d in (self.state, self.observed):
+                    for k in [k for k in d if k[0] == key]:
+                        d.pop(k, None)
+        for key, st in wanted.items():
+            if key not in self.types:
+                w = TypeWorker(self, st)
+                self.types[key] = w
+                w.start()
+                log.info("syncing %s (hub %s, cluster %s)", key, st.hub.version, st.down.version)
+        uses_hpa = any(r.when == "hpa" for r in self.syncer.retain)
+        if uses_hpa and hpa is not None and self.hpa is None:
+            self.hpa = Informer(self.down, hpa.path(), self._on_hpa, name="cluster HPAs", missing_ok=True)
+            self._hpa_task = asyncio.create_task(self.hpa.run(), name="hpa-informer")
+
+    def _on_hpa(self, k: Key, old: dict | None, new: dict | None) -> None:
+        for o in (old, new):
+            ref = ((o or {}).get("spec") or {}).get("scaleTargetRef") or {}
+            group = (ref.get("apiVersion") or "").rpartition("/")[0]
+            for w in self.types.values():
+                if w.st.down.kind == ref.get("kind") and w.st.down.group == group:
+                    w._enqueue((k[0], ref.get("name") or ""))
+
+    def counts(self) -> tuple[int, int]:
+        synced = sum(1 for s in self.state.values() if s[0] == "Synced")
+        return synced, sum(1 for s in self.state.values() if s[0] == "Failed")
+
+    def failed(self, limit: int = 20) -> list[str]:
+        out = []
+        for (t, ns, name), (state, reason, message) in sorted(self.state.items()):
+            if state == "Failed":
+                out.append(f"{t} {ns + '/' if ns else ''}{name}: {reason}: {message}")
+                if len(out) >= limit:
+                    break
+        return out
+
+    # -- the work loop --------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never lose a worker
+                log.exception("reconcile %s failed unexpectedly", key)
+                self.queue.retry(key)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile(self, key: tuple[str, str, str]) -> None:
+        tkey, ns, name = key
+        w = self.types.get(tkey)
+        if w is None:
+            return
+        if not (w.hub_inf.synced.is_set() and w.down_inf.synced.is_set()):
+            self.queue.add_after(key, 0.25)
+            return
+        hub = w.current((ns, name), hub=True)
+        down = w.current((ns, name), hub=False)
+        try:
+            await self._sync(w, key, hub, down)
+            self.queue.forget(key)
+        except SyncFailure as f:
+            if f.retriable and self.queue.failures(key) < 3:
+                self.queue.retry(key)  # often gone in a moment (a CRD being pushed down): not reported yet
+                return
+            await self._record_failure(w, key, f)
+            self.queue.retry(key, cap=30.0 if f.retriable else 300.0)
+        except ApiError as err:
+            if err.status in (0, 429) or err.status >= 500:
+                # the cluster or the hub is unreachable or overloaded: health says so; objects are not marked
+                self.syncer._note_error(err)
+                self.queue.retry(key)
+                return
+            if err.status == 409 and err.reason == "Conflict":  # a write raced another: look again soon
+                self.queue.retry(key)
+                return
+            where = "the cluster" if err.side == "cluster" else "the hub"
+            await self._record_failure(w, key, SyncFailure(err.reason or "Error", f"{where} rejected it: {err.message}"))
+            self.queue.retry(key, cap=300.0)
+
+    async def _record_failure(self, w: TypeWorker, key: tuple[str, str, str], f: SyncFailure) -> None:
+        self.state[key] = ("Failed", f.reason, f.message)
+        hub = w.current((key[1], key[2]), hub=True)
+        if hub is None or _deleting(hub):
+            return
+        self.syncer.events.emit(self._ref(w, hub), "Warning", "SyncFailed", f"{f.reason}: {f.message}")
+        with contextlib.suppress(ApiError):
+            await self._write_state(w, hub, ("Failed", f.reason, f.message), add_finalizer=False)
+
+    # -- reconcile ------------------------------------------------------------------------
+
+    def _ours(self, o: dict | None) -> bool:
+        return o is not None and _annotations(o).get(C.LOGICAL_CLUSTER_ANNOTATION) == self.syncer.logical_cluster \
+            and _labels(o).get(C.MANAGED_LABEL) == self.syncer.label_value
+
+    def _for_us(self, o: dict | None) -> bool:
+        return o is not None and _labels(o).get(C.CLUSTER_LABEL) == self.syncer.cluster_name
+
+    def _ref(self, w: TypeWorker, hub: dict) -> dict:
+        return {"apiVersion": w.st.hub.api_version, "kind": w.st.hub.kind, "metadata": _meta(hub)}
+
+    async def _sync(self, w: TypeWorker, key: tuple[str, str, str], hub: dict | None, down: dict | None) -> None:
+        if hub is not None and not self._for_us(hub):
+            hub = None
+        if hub is None:
+            await self._gone_from_hub(w, key, down)
+            return
+        if _deleting(hub):
+            await self._hub_deleting(w, key, hub, down)
+            return
+        st, ns, name = w.st, key[1], key[2]
+        path = st.down.path(ns, name)
+        adopting = False
+        if down is None:
+            live = await self.down.get(path)
+            if live is not None:
+                if self._ours(live):
+                    down = live
+                elif _annotations(hub).get(C.ADOPT_ANNOTATION) == "true":
+                    down, adopting = live, True
+                else:
+                    owner = _annotations(live).get(C.LOGICAL_CLUSTER_ANNOTATION)
+                    by = f"by logical cluster {owner!r}" if owner else "not by fleetplane"
+                    raise SyncFailure("Conflict", f"{st.down.kind} {ns + '/' if ns else ''}{name} already exists in cluster "
+                                      f"{self.syncer.cluster_name}, managed {by}; not overwriting it "
+                                      f"(annotate the hub object {C.ADOPT_ANNOTATION}=true to take it over)")
+        retained = self._retained(w, hub, down)
+        desired, dhash = self._desired(w, hub, down, retained)
+        shape = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
+        if retained and down is not None:
+            # the retained values come from our view of the cluster: apply only onto that version,
+            # never over a newer value its controller wrote meanwhile (409, then look again)
+            desired = {**desired, "metadata": {**desired["metadata"], "resourceVersion": _meta(down).get("resourceVersion")}}
+        state = ("Synced", "Applied", f"in sync with cluster {self.syncer.cluster_name}")
+        prev = _state_of(hub)
+        if down is None:
+            if ns and not st.is_namespaces:
+                await self.ensure_namespace(ns)
+            down = await self._apply(w, ns, path, desired)
+            self.observed[key] = (dhash, digest(project(down, shape)))
+            if prev.get("state") == "Synced" and prev.get("cluster") == self.syncer.cluster_name:
+                msg = f"{st.down.kind} was deleted in cluster {self.syncer.cluster_name}; recreated"
+                state = ("Synced", "DriftReverted", msg)
+                self.syncer.events.emit(self._ref(w, hub), "Warning", "DriftReverted", msg)
+            else:
+                state = ("Synced", "Created", f"created in cluster {self.syncer.cluster_name}")
+                self.syncer.events.emit(self._ref(w, hub), "Normal", "Synced", state[2])
+        else:
+            ph = digest(project(down, shape))
+            obs = self.observed.get(key)
+            if adopting or _annotations(down).get(C.SPEC_HASH_ANNOTATION) != dhash:
+                new = await self._apply(w, ns, path, desired)
+                if adopting:
+                    state = ("Synced", "Adopted", f"took over the existing object in cluster {self.syncer.cluster_name}")
+                    self.syncer.events.emit(self._ref(w, hub), "Normal", "Synced", state[2])
+                down = new
+                self.observed[key] = (dhash, digest(project(down, shape)))
+            elif obs == (dhash, ph):
+                state = self._keep_state(prev, state)
+            elif obs is None and project(down, shape) == shape:
+                self.observed[key] = (dhash, ph)
+                state = self._keep_state(prev, state)
+            else:
+                diffs = differences(shape, project(down, shape))
+                new = await self._apply(w, ns, path, desired)
+                # drift if the write changed the fields the syncer sets; a write that changes
+                # nothing there was normalization (the cluster stores cpu 0.1 as 100m)
+                if digest(project(new, shape)) != ph:
+                    msg = (f"changed in cluster {self.syncer.cluster_name} ({'; '.join(diffs) or 'fields the syncer sets'}); "
+                           "reverted to the hub's spec")
+                    state = ("Synced", "DriftReverted", msg)
+                    self.syncer.events.emit(self._ref(w, hub), "Warning", "DriftReverted", msg)
+                else:
+                    state = self._keep_state(prev, state)
+                down = new
+                self.observed[key] = (dhash, digest(project(down, shape)))
+        hub = await self._write_state(w, hub, state, add_finalizer=True)
+        await self._sync_status(w, hub, down, dhash)
+        await self._retained_up(w, hub, down, retained)
+        self.state[key] = state
+
+    @staticmethod
+    def _keep_state(prev: dict, default: tuple[str, str, str]) -> tuple[str, str, str]:
+        """Nothing to do: keep a Synced state's reason (Created, DriftReverted) rather than rewrite it."""
+        if prev.get("state") == "Synced":
+            return ("Synced", prev.get("reason") or default[1], prev.get("message") or default[2])
+        return default
+
+    def _retained(self, w: TypeWorker, hub: dict, down: dict | None) -> list[str]:
+        if down is None:
+            return []
+        listed = [p.strip() for p in (_annotations(hub).get(C.RETAIN_ANNOTATION) or "").split(",") if p.strip()]
+        paths = []
+        for rule in self.syncer.retain:
+            if not rule.matches(w.st.key) or rule.path in paths:
+                continue
+            if rule.when == "always" or (rule.when == "hpa" and self._hpa_targets(w, down)):
+                paths.append(rule.path)
+        paths += [p for p in listed if p not in paths]
+        return [p for p in paths if get_path(down, p) is not MISSING and not p.startswith(("metadata", "status"))]
+
+    def _hpa_targets(self, w: TypeWorker, down: dict) -> bool:
+        if self.hpa is None:
+            return False
+        ns, name = _meta(down).get("namespace") or "", _meta(down).get("name")
+        for (hns, _), h in self.hpa.cache.items():
+            ref = (h.get("spec") or {}).get("scaleTargetRef") or {}
+            if hns == ns and ref.get("name") == name and ref.get("kind") == w.st.down.kind \
+                    and (ref.get("apiVersion") or "").rpartition("/")[0] == w.st.down.group:
+                return True
+        return False
+
+    def _desired(self, w: TypeWorker, hub: dict, down: dict | None, retained: list[str]) -> tuple[dict, str]:
+        st = w.st
+        meta = _meta(hub)
+        labels = dict(meta.get("labels") or {})
+        labels[C.MANAGED_LABEL] = self.syncer.label_value
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                       if k not in C.HUB_ONLY_ANNOTATIONS and not k.startswith(C.PREFIX)}
+        skip = {"apiVersion", "kind", "metadata"}
+        if st.status_up or st.is_namespaces:
+            skip.add("status")
+        if st.is_namespaces:
+            skip.add("spec")
+        body = {k: copy.deepcopy(v) for k, v in hub.items() if k not in skip}
+        md: dict = {"name": meta.get("name")}
+        if meta.get("namespace"):
+            md["namespace"] = meta["namespace"]
+        md["labels"] = labels
+        md["annotations"] = annotations
+        desired = {"apiVersion": st.down.api_version, "kind": st.down.kind, "metadata": md, **body}
+        intent = copy.deepcopy(desired)
+        for p in retained:
+            del_path(intent, p)
+            set_path(desired, p, copy.deepcopy(get_path(down, p)))
+        dhash = digest(intent)
+        annotations[C.SPEC_HASH_ANNOTATION] = dhash
+        annotations[C.LOGICAL_CLUSTER_ANNOTATION] = self.syncer.logical_cluster
+        annotations[C.CLUSTER_NAME_ANNOTATION] = self.syncer.cluster_name
+        if st.is_namespaces:
+            annotations[C.AUTO_NAMESPACE_ANNOTATION] = "false"
+        return desired, dhash
+
+    async def _apply(self, w: TypeWorker, ns: str, path: str, desired: dict) -> dict:
+        try:
+            out = await self.down.apply(path, desired, self.syncer.manager)
+        except ApiError as err:
+            if err.status == 404 and ns and not w.st.is_namespaces and "namespace" in err.message.lower():
+                self.ns_ready.discard(ns)
+                await self.ensure_namespace(ns)
+                out = await self.down.apply(path, desired, self.syncer.manager)
+                w.wrote(out, hub=False)
+                return out
+            if err.status == 404:
+                raise SyncFailure("TypeNotServed", f"cluster {self.syncer.cluster_name} does not serve "
+                                  f"{w.st.down.group_resource}/{w.st.down.version}: {err.message}", retriable=True) from err
+            raise
+        w.wrote(out, hub=False)
+        return out
+
+    async def ensure_namespace(self, ns: str) -> None:
+        if ns in self.ns_ready:
+            return
+        path = f"/api/v1/namespaces/{ns}"
+        live = await self.down.get(path)
+        if live is None:
+            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": ns, "labels": {C.MANAGED_LABEL: self.syncer.label_value},
+                "annotations": {C.LOGICAL_CLUSTER_ANNOTATION: self.syncer.logical_cluster,
+                                C.CLUSTER_NAME_ANNOTATION: self.syncer.cluster_name, C.AUTO_NAMESPACE_ANNOTATION: "true"}}}
+            try:
+                await self.down.request("POST", "/api/v1/namespaces", body=body, query={"fieldManager": self.syncer.manager})
+            except ApiError as err:
+                if err.status != 409:
+                    raise
+        elif (live.get("status") or {}).get("phase") == "Terminating":
+            raise SyncFailure("NamespaceTerminating", f"namespace {ns} is terminating in cluster {self.syncer.cluster_name}", retriable=True)
+        self.ns_ready.add(ns)
+
+    async def _write_state(self, w: TypeWorker, hub: dict, state: tuple[str, str, str], *, add_finalizer: bool) -> dict:
+        """Record the sync state (and our finalizer) on the hub object when they change."""
+        meta = _meta(hub)
+        fins = list(meta.get("finalizers") or [])
+        need_fin = add_finalizer and self.finalizer not in fins and not _deleting(hub)
+        prev = _state_of(hub)
+        need_state = (prev.get("state"), prev.get("reason"), prev.get("message"), prev.get("cluster")) != (*state, self.syncer.cluster_name)
+        if not (need_fin or need_state):
+            return hub
+        md: dict = {}
+        if need_fin:
+            md["finalizers"] = [*fins, self.finalizer]
+            md["resourceVersion"] = meta.get("resourceVersion")
+        if need_state:
+            md["annotations"] = {C.SYNC_STATE_ANNOTATION: orjson.dumps({
+                "cluster": self.syncer.cluster_name, "state": state[0], "reason": state[1], "message": state[2],
+                "time": now_rfc3339()}).decode()}
+        try:
+            out = await self.hub.patch(w.st.hub.path(meta.get("namespace") or "", meta["name"]), {"metadata": md},
+                                       MERGE_PATCH, self.syncer.manager)
+            w.wrote(out, hub=True)
+            return out
+        except ApiError as err:
+            if err.status == 404:
+                return hub
+            raise
+
+    @staticmethod
+    def _status_for_hub(hub: dict, down: dict, dhash: str) -> Any:
+        """The cluster's status as the hub should show it: ``observedGeneration`` counts the
+        cluster's generations, so it becomes the hub's generation once the cluster's controller
+        has seen the hub's current spec (``kubectl rollout status`` on the hub relies on it),
+        and stays as it was until then."""
+        ds = down.get("status")
+        if not isinstance(ds, dict) or not isinstance(ds.get("observedGeneration"), int):
+            return ds
+        out = dict(ds)
+        dgen, hgen = _meta(down).get("generation"), _meta(hub).get("generation")
+        caught_up = isinstance(dgen, int) and ds["observedGeneration"] >= dgen \
+            and _annotations(down).get(C.SPEC_HASH_ANNOTATION) == dhash
+        if caught_up and isinstance(hgen, int):
+            out["observedGeneration"] = hgen
+        else:
+            prev = (hub.get("status") or {}).get("observedGeneration")
+            if isinstance(prev, int):
+                out["observedGeneration"] = prev
+            else:
+                out.pop("observedGeneration")
+        return out
+
+    async def _sync_status(self, w: TypeWorker, hub: dict, down: dict, dhash: str) -> None:
+        st = w.st
+        if not (st.status_up or st.status_down):
+            return
+        hs, ds = hub.get("status"), self._status_for_hub(hub, down, dhash)
+        if (hs or {}) == (ds or {}):
+            return
+        mgr = self.syncer.manager
+        if st.status_up and ds is not None and (_foreign_status(down, mgr) or not _foreign_status(hub, mgr)):
+            meta = _meta(hub)
+            w.wrote(await self.hub.patch(st.hub.path(meta.get("namespace") or "", meta["name"], "status"),
+                                         [{"op": "add", "path": "/status", "value": ds}], JSON_PATCH, mgr), hub=True)
+        elif st.status_down and hs is not None and hs != down.get("status") and _foreign_status(hub, mgr) \
+                and not _foreign_status(down, mgr):
+            meta = _meta(down)
+            w.wrote(await self.down.patch(st.down.path(meta.get("namespace") or "", meta["name"], "status"),
+                                          [{"op": "add", "path": "/status", "value": hs}], JSON_PATCH, mgr), hub=False)
+
+    async def _retained_up(self, w: TypeWorker, hub: dict, down: dict, retained: list[str]) -> None:
+        ops = []
+        for p in retained:
+            dv = get_path(down, p)
+            if dv is not MISSING and dv != get_path(hub, p):
+                parts = _split(p)
+                for i in range(1, len(parts)):
+                    if get_path(hub, ".".join(parts[:i])) is MISSING:
+                        ops.append({"op": "add", "path": "/" + "/".join(parts[:i]), "value": {}})
+                ops.append({"op": "add", "path": "/" + "/".join(parts), "value": dv})
+        if ops:
+            meta = _meta(hub)
+            w.wrote(await self.hub.patch(w.st.hub.path(meta.get("namespace") or "", meta["name"]), ops, JSON_PATCH,
+                                         self.syncer.manager), hub=True)
+
+    async def _remove_finalizer(self, w: TypeWorker, hub: dict, clear_state: bool = False) -> None:
+        meta = _meta(hub)
+        w.written_hub.pop((meta.get("namespace") or "", meta.get("name") or ""), None)
+        path = w.st.hub.path(meta.get("namespace") or "", meta["name"])
+        for _ in range(3):
+            fins = list(meta.get("finalizers") or [])
+            ops: list[dict] = []
+            if self.finalizer in fins:
+                i = fins.index(self.finalizer)
+                ops += [{"op": "test", "path": f"/metadata/finalizers/{i}", "value": self.finalizer},
+                        {"op": "remove", "path": f"/metadata/finalizers/{i}"}]
+            if clear_state and C.SYNC_STATE_ANNOTATION in (meta.get("annotations") or {}):
+                ops.append({"op": "remove", "path": "/metadata/annotations/" + C.SYNC_STATE_ANNOTATION.replace("/", "~1")})
+            if not ops:
+                return
+            try:
+                await self.hub.patch(path, ops, JSON_PATCH, self.syncer.manager)
+                return
+            except ApiError as err:
+                if err.status == 404:
+                    return
+                if err.status not in (409, 422):
+                    raise
+            live = await self.hub.get(path)
+            if live is None:
+                return
+            meta = _meta(live)
+
+    async def _delete_down(self, w: TypeWorker, ns: str, name: str, down: dict) -> bool:
+        """Delete our copy in the cluster; True once it is gone."""
+        w.written_down.pop((ns, name), None)
+        path = w.st.down.path(ns, name)
+        if not _deleting(down):
+            await self.down.delete(path, uid=_meta(down).get("uid"))
+        live = await self.down.get(path)
+        return live is None or not self._ours(live) or _meta(live).get("uid") != _meta(down).get("uid")
+
+    async def _gone_from_hub(self, w: TypeWorker, key: tuple[str, str, str], down: dict | None) -> None:
+        """Not (or no longer) labelled for this cluster on the hub, or deleted there."""
+        st, ns, name = w.st, key[1], key[2]
+        live = await self.hub.get(st.hub.path(ns, name))
+        if live is not None and self._for_us(live):
+            self.queue.add_after(key, 0.5)  # the cache is behind the hub: look again
+            return
+        if down is not None and self._ours(down):
+            if st.is_namespaces and _annotations(down).get(C.AUTO_NAMESPACE_ANNOTATION) == "true":
+                pass  # created only to hold objects: left in place
+            elif not await self._delete_down(w, ns, name, down):
+                self.queue.add_after(key, 1.0)
+                return
+            elif live is not None:
+                self.syncer.events.emit(self._ref(w, live), "Normal", "Removed",
+                                        f"no longer labelled {C.CLUSTER_LABEL}={self.syncer.cluster_name}; deleted from the cluster")
+        if live is not None:
+            await self._remove_finalizer(w, live, clear_state=True)
+        self.state.pop(key, None)
+        self.observed.pop(key, None)
+
+    async def _hub_deleting(self, w: TypeWorker, key: tuple[str, str, str], hub: dict, down: dict | None) -> None:
+        st, ns, name = w.st, key[1], key[2]
+        if down is None:
+            live = await self.down.get(st.down.path(ns, name))
+            down = live if self._ours(live) else None
+        if down is not None:
+            if not await self._delete_down(w, ns, name, down):
+                self.state[key] = ("Synced", "Deleting", f"waiting for the deletion in cluster {self.syncer.cluster_name}")
+                self.queue.add_after(key, 1.0)
+                return
+            self.syncer.events.emit(self._ref(w, hub), "Normal", "Deleted", f"deleted from cluster {self.syncer.cluster_name}")
+        if self.finalizer in (_meta(hub).get("finalizers") or []):
+            await self._remove_finalizer(w, hub)
+        self.state.pop(key, None)
+        self.observed.pop(key, None)

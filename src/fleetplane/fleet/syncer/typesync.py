@@ -1,0 +1,356 @@
+"""Type sync: the cluster's types into the hub logical cluster as CRDs, hub-defined CRDs down
+to the cluster, polled (there is no watch on api-resources).
+
+A type the cluster defines with a CRD is imported as that CRD (schema, subresources, printer
+columns); a built-in type from the cluster's OpenAPI v3 as a structural CRD with status and
+scale subresources from discovery. Several clusters offering one type: the first schema stays
+on the hub; another cluster's schema that accepts everything the hub's does is recorded as
+compatible (label ``fleetplane.io/imported-from-<cluster>``), anything else is a conflict,
+reported (CRD annotation, Event, health) and never applied. Nothing here deletes a CRD.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from . import constants as C
+from .client import MERGE_PATCH, ApiError
+from .discovery import ApiResource, Discovery, discover, parse_resource
+from .schema import (
+    PERMISSIVE_SCHEMA,
+    SchemaError,
+    crd_problems,
+    crd_spec_from_crd,
+    crd_version_from_openapi,
+    schema_fingerprint,
+)
+
+if TYPE_CHECKING:
+    from . import Syncer
+
+log = logging.getLogger(__name__)
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#: never synced, even with "*": cluster bookkeeping, not workloads
+EXCLUDED = frozenset({"events", "events.events.k8s.io", "leases.coordination.k8s.io", "endpoints",
+                      "endpointslices.discovery.k8s.io", "controllerrevisions.apps", "bindings",
+                      "localsubjectaccessreviews.authorization.k8s.io", "podtemplates", "limitranges",
+                      "resourcequotas"})
+APPROVED = "unapproved, imported from a physical cluster by fleetplane"
+
+
+@dataclass
+class TypeReport:
+    """The outcome of one type-sync pass."""
+
+    offered: list[ApiResource] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    conflicts: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    changed: bool = False
+
+
+class TypeSync:
+    def __init__(self, syncer: Syncer) -> None:
+        self.syncer = syncer
+        self.hub = syncer.hub
+        self.down = syncer.down
+        self._openapi: dict[str, tuple[str, dict]] = {}
+        self._openapi_index: dict[str, str] | None = None
+        #: name -> last conflict message reported as an Event (to report each once)
+        self._reported: dict[str, str] = {}
+        #: types requested by name (not only through "*")
+        self._explicit: set[str] = set()
+        #: (group version, OpenAPI hash, kind, subresources) -> the CRD spec built from it
+        self._candidates: dict[tuple, dict] = {}
+
+    # -- selection ------------------------------------------------------------------------
+
+    def select(self, disc: Discovery, report: TypeReport, hub_crds: dict[str, dict] | None = None) -> list[ApiResource]:
+        """The cluster's types to sync: namespaced, listable and watchable, as requested. A
+        requested type the cluster lacks is fine when the hub defines it (it is pushed down)."""
+        hub_defined = {
+            n for n, crd in (hub_crds or {}).items()
+            if ((crd["metadata"].get("annotations") or {}).get(C.ORIGIN_ANNOTATION) != "imported")}
+        hub_plurals = {n.split(".", 1)[0] for n in hub_defined}
+        out: list[ApiResource] = []
+        self._explicit = set()
+        specs = list(self.syncer.resources)
+        if "*" in specs:
+            for r in disc.all_preferred():
+                if r.namespaced and r.watchable and r.group_resource not in EXCLUDED and "/" not in r.resource:
+                    out.append(r)
+            specs = [s for s in specs if s != "*"]
+        for spec in specs:
+            resource, group = parse_resource(spec)
+            if group is None:
+                cands = [v[0] for (g, res), v in sorted(disc.resources.items(), key=lambda kv: kv[0][0] != "")
+                         if res == resource and v]
+                r = cands[0] if cands else None
+            else:
+                r = disc.preferred(group, resource)
+            if r is None:
+                if spec in hub_defined or (group is None and resource in hub_plurals):
+                    continue
+                report.errors[spec] = f"cluster {self.syncer.cluster_name} does not serve {spec}"
+                continue
+            if not r.namespaced:
+                report.errors[spec] = f"{spec} is cluster-scoped; only namespaced types (and namespaces) are synced"
+                continue
+            if not r.watchable:
+                report.errors[spec] = f"{spec} cannot be listed and watched"
+                continue
+            self._explicit.add(r.group_resource)
+            if r not in out:
+                out.append(r)
+        return out
+
+    # -- one pass -------------------------------------------------------------------------
+
+    async def poll(self) -> TypeReport:
+        """One pass. Raises ApiError (with ``side``) when the cluster or the hub cannot be read."""
+        report = TypeReport()
+        down_disc = await discover(self.down)
+        hub_disc = await discover(self.hub)
+        down_crds = {}
+        if down_disc.get("apiextensions.k8s.io", "customresourcedefinitions"):
+            items, _ = await self.down.list_all(CRDS)
+            down_crds = {o["metadata"]["name"]: o for o in items}
+        items, _ = await self.hub.list_all(CRDS)
+        hub_crds = {o["metadata"]["name"]: o for o in items}
+        self._openapi_index = None
+        wanted = self.select(down_disc, report, hub_crds)
+        report.offered = wanted
+        for r in wanted:
+            name = f"{r.resource}.{r.group}" if r.group else r.resource
+            try:
+                await self._import(r, name, down_crds.get(name), hub_crds.get(name), hub_disc, report)
+            except ApiError as err:
+                if err.status == 0 or err.status >= 500:
+                    raise
+                if err.status == 409:  # raced another writer (another cluster's syncer): next pass, soon
+                    report.changed = True
+                    continue
+                report.errors[r.group_resource] = f"{'hub' if err.side == 'hub' else 'cluster'}: {err}"
+            except SchemaError as err:
+                report.errors[r.group_resource] = str(err)
+        offered = {(r.group, r.resource) for r in down_disc.all_preferred()}
+        for name, crd in hub_crds.items():
+            try:
+                await self._hub_crd_housekeeping(name, crd, down_crds.get(name), down_disc, offered, report)
+            except ApiError as err:
+                if err.status == 0 or err.status >= 500:
+                    raise
+                if err.status == 409:
+                    report.changed = True
+                    continue
+                report.errors[name] = f"{'hub' if err.side == 'hub' else 'cluster'}: {err}"
+        return report
+
+    # -- import ---------------------------------------------------------------------------
+
+    async def _openapi_doc(self, r: ApiResource) -> dict:
+        gv = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
+        if self._openapi_index is None:
+            root = await self.down.request("GET", "/openapi/v3")
+            self._openapi_index = {k: (v or {}).get("serverRelativeURL") or f"/openapi/v3/{k}" for k, v in (root.get("paths") or {}).items()}
+        url = self._openapi_index.get(gv)
+        if url is None:
+            raise SchemaError(f"cluster {self.syncer.cluster_name} publishes no OpenAPI v3 document for {gv}")
+        u = urlsplit(url)
+        h = (parse_qs(u.query).get("hash") or [""])[0]
+        cached = self._openapi.get(gv)
+        if cached is not None and h and cached[0] == h:
+            return cached[1]
+        doc = await self.down.request("GET", u.path, query={k: v[0] for k, v in parse_qs(u.query).items()})
+        self._openapi[gv] = (h, doc)
+        return doc
+
+    async def candidate(self, r: ApiResource, down_crd: dict | None) -> dict:
+        """The CRD spec that imports ``r`` from the cluster."""
+        if down_crd is not None:
+            return crd_spec_from_crd(down_crd.get("spec") or {})
+        doc = await self._openapi_doc(r)
+        gv = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
+        ckey = (gv, self._openapi[gv][0], r.kind, r.subresources, r.short_names, r.categories, r.singular)
+        cached = self._candidates.get(ckey) if self._openapi[gv][0] else None
+        if cached is not None:
+            return copy.deepcopy(cached)
+        version = crd_version_from_openapi(doc, r.group, r.version, r.kind, r.subresources)
+        names = {"plural": r.resource, "singular": r.singular or r.kind.lower(), "kind": r.kind,
+                 "listKind": r.kind + "List"}
+        if r.short_names:
+            names["shortNames"] = list(r.short_names)
+        if r.categories:
+            names["categories"] = list(r.categories)
+        spec = {"group": r.group, "names": names, "scope": "Namespaced" if r.namespaced else "Cluster",
+                "versions": [version], "conversion": {"strategy": "None"}}
+        if len(self._candidates) > 256:
+            self._candidates.clear()
+        self._candidates[ckey] = spec
+        return copy.deepcopy(spec)
+
+    async def _import(self, r: ApiResource, name: str, down_crd: dict | None, hub_crd: dict | None,
+                      hub_disc: Discovery, report: TypeReport) -> None:
+        cluster = self.syncer.cluster_name
+        if down_crd is not None and (down_crd["metadata"].get("annotations") or {}).get(C.PUSHED_FROM_ANNOTATION) == self.syncer.logical_cluster:
+            return  # our own copy of a hub CRD
+        if hub_crd is None and hub_disc.get(r.group, r.resource):
+            return  # the hub serves this type itself
+        if not r.group:
+            msg = (f"{r.resource} is a core (v1) type the hub does not serve, and the hub cannot serve "
+                   "a CRD in the core group; it is not imported")
+            # asked for by name: an error; only through "*": a note
+            (report.errors if r.group_resource in self._explicit else report.notes)[r.group_resource] = msg
+            return
+        spec = await self.candidate(r, down_crd)
+        label = C.imported_from_label(cluster)
+        if hub_crd is None:
+            await self._create_hub_crd(name, spec, label, report)
+            return
+        hub_spec = hub_crd.get("spec") or {}
+        ann = hub_crd["metadata"].get("annotations") or {}
+        labels = hub_crd["metadata"].get("labels") or {}
+        imported = ann.get(C.ORIGIN_ANNOTATION) == "imported"
+        importers = {k for k in labels if k.startswith(C.IMPORTED_FROM_PREFIX)}
+        if schema_fingerprint(hub_spec) == schema_fingerprint(spec):
+            await self._set_importer(hub_crd, label, True, None)
+            return
+        if imported and ann.get(C.SCHEMA_SOURCE_ANNOTATION) == cluster and importers <= {label}:
+            # the cluster's type changed (an upgrade, a CRD update): the hub follows its only source
+            new = copy.deepcopy(hub_crd)
+            new["spec"] = {**hub_spec, **spec}
+            new.pop("status", None)
+            await self.hub.request("PUT", f"{CRDS}/{name}", body=new, query={"fieldManager": self.syncer.manager})
+            report.changed = True
+            report.notes[name] = f"updated from cluster {cluster}"
+            self.syncer.events.emit(self._crd_ref(hub_crd), "Normal", "TypeUpdated",
+                                    f"{name} changed in cluster {cluster}; the hub's schema follows it")
+            return
+        problems = crd_problems(hub_spec, spec)
+        if not problems:
+            await self._set_importer(hub_crd, label, imported, None)
+            return
+        msg = "; ".join(problems)
+        report.conflicts[name] = msg
+        await self._set_importer(hub_crd, label, False, msg)
+        if self._reported.get(name) != msg:
+            self._reported[name] = msg
+            self.syncer.events.emit(self._crd_ref(hub_crd), "Warning", "SchemaConflict",
+                                    f"cluster {cluster} serves {name} with an incompatible schema; the hub keeps its own: {msg}")
+
+    async def _create_hub_crd(self, name: str, spec: dict, label: str, report: TypeReport) -> None:
+        cluster = self.syncer.cluster_name
+        ann = {C.ORIGIN_ANNOTATION: "imported", C.SCHEMA_SOURCE_ANNOTATION: cluster}
+        if spec["group"].endswith((".k8s.io", ".kubernetes.io")) or "." not in spec["group"]:
+            ann["api-approved.kubernetes.io"] = APPROVED
+        body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": name, "labels": {label: "true"}, "annotations": ann}, "spec": spec}
+        try:
+            created = await self.hub.request("POST", CRDS, body=body, query={"fieldManager": self.syncer.manager})
+        except ApiError as err:
+            if err.status == 409:
+                report.changed = True  # another cluster's syncer was first: compared on the next pass
+                return
+            if err.status != 422 or "spec.versions" not in err.message:
+                raise
+            # the hub rejects the converted schema: import it without validation rather than not at all
+            fallback = copy.deepcopy(body)
+            for v in fallback["spec"]["versions"]:
+                v["schema"] = {"openAPIV3Schema": copy.deepcopy(PERMISSIVE_SCHEMA)}
+                v.get("subresources", {}).pop("scale", None)
+            created = await self.hub.request("POST", CRDS, body=fallback, query={"fieldManager": self.syncer.manager})
+            report.notes[name] = f"imported without schema validation: the hub rejected the converted schema: {err.message}"
+        report.changed = True
+        self.syncer.events.emit(self._crd_ref(created), "Normal", "TypeImported", f"{name} imported from cluster {cluster}")
+
+    async def _set_importer(self, hub_crd: dict, label: str, importer: bool, conflict: str | None) -> None:
+        """Keep this cluster's imported-from label and its schema-conflicts entry current."""
+        meta = hub_crd["metadata"]
+        labels = meta.get("labels") or {}
+        conflicts_raw = (meta.get("annotations") or {}).get(C.SCHEMA_CONFLICTS_ANNOTATION)
+        try:
+            conflicts = orjson.loads(conflicts_raw) if conflicts_raw else {}
+        except orjson.JSONDecodeError:
+            conflicts = {}
+        cluster = self.syncer.cluster_name
+        md: dict = {}
+        if importer and label not in labels:
+            md["labels"] = {label: "true"}
+        elif not importer and label in labels:
+            md["labels"] = {label: None}
+        if conflicts.get(cluster) != conflict:
+            if conflict is None:
+                conflicts.pop(cluster, None)
+            else:
+                conflicts[cluster] = conflict
+            md["annotations"] = {C.SCHEMA_CONFLICTS_ANNOTATION: orjson.dumps(conflicts, option=orjson.OPT_SORT_KEYS).decode() if conflicts else None}
+            md["resourceVersion"] = meta.get("resourceVersion")
+        if md:
+            await self.hub.patch(f"{CRDS}/{meta['name']}", {"metadata": md}, MERGE_PATCH, self.syncer.manager)
+
+    def _crd_ref(self, crd: dict) -> dict:
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": crd.get("metadata") or {}}
+
+    # -- hub CRDs: push down, and types the cluster stopped serving ------------------------
+
+    def _selected(self, crd: dict) -> bool:
+        spec = crd.get("spec") or {}
+        gr = f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}"
+        plural = (spec.get("names") or {}).get("plural")
+        return any(s == "*" or s == gr or s == plural for s in self.syncer.resources)
+
+    async def _hub_crd_housekeeping(self, name: str, crd: dict, down_crd: dict | None, down_disc: Discovery,
+                                    offered: set[tuple[str, str]], report: TypeReport) -> None:
+        meta = crd["metadata"]
+        spec = crd.get("spec") or {}
+        group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+        imported = (meta.get("annotations") or {}).get(C.ORIGIN_ANNOTATION) == "imported"
+        label = C.imported_from_label(self.syncer.cluster_name)
+        if imported:
+            if label in (meta.get("labels") or {}) and (group, plural) not in offered:
+                await self.hub.patch(f"{CRDS}/{name}", {"metadata": {"labels": {label: None}}}, MERGE_PATCH, self.syncer.manager)
+                report.changed = True
+                self.syncer.events.emit(self._crd_ref(crd), "Warning", "TypeRemoved",
+                                        f"cluster {self.syncer.cluster_name} no longer serves {name}; the hub keeps the type")
+            return
+        if meta.get("deletionTimestamp") or not self._selected(crd):
+            return
+        # a hub-defined CRD: push it down
+        want = crd_spec_from_crd(spec)
+        if down_crd is None:
+            if down_disc.get(group, plural):
+                report.conflicts[name] = f"cluster {self.syncer.cluster_name} serves {name} itself; the hub's CRD is not pushed"
+                return
+            body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": name, "labels": {C.MANAGED_LABEL: self.syncer.label_value},
+                                 "annotations": {C.PUSHED_FROM_ANNOTATION: self.syncer.logical_cluster}},
+                    "spec": want}
+            try:
+                await self.down.request("POST", CRDS, body=body, query={"fieldManager": self.syncer.manager})
+            except ApiError as err:
+                if err.status != 409:
+                    raise
+            report.changed = True
+            report.notes[name] = f"pushed to cluster {self.syncer.cluster_name}"
+            return
+        if (down_crd["metadata"].get("annotations") or {}).get(C.PUSHED_FROM_ANNOTATION) == self.syncer.logical_cluster:
+            have = crd_spec_from_crd(down_crd.get("spec") or {})
+            if schema_fingerprint(have) != schema_fingerprint(want) or have.get("versions") != want.get("versions"):
+                new = copy.deepcopy(down_crd)
+                new["spec"] = {**(down_crd.get("spec") or {}), **want}
+                new.pop("status", None)
+                await self.down.request("PUT", f"{CRDS}/{name}", body=new, query={"fieldManager": self.syncer.manager})
+                report.changed = True
+            return
+        # the cluster has its own CRD of that name (compared as an import when it is synced)
+        problems = crd_problems(spec, crd_spec_from_crd(down_crd.get("spec") or {}))
+        if problems and name not in report.conflicts:
+            report.conflicts[name] = ("the cluster has its own CRD, incompatible with the hub's (not overwritten): "
+                                      + "; ".join(problems))
