@@ -11,6 +11,7 @@ from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
 from .inventory import add_parser as add_inventory_parser
 from .storage import add_parser as add_storage_parser
+from .syncer import add_parser as add_syncer_parser
 
 
 def _storage_url(args: argparse.Namespace) -> str:
@@ -27,14 +28,20 @@ def _storage_url(args: argparse.Namespace) -> str:
 
 
 def _start(args: argparse.Namespace) -> int:
+    from ..fleet.cluster_controller import background
+    from ..fleet.cluster_crd import CLUSTER_CRD
     from ..server.serve import Options, run
 
     storage = _storage_url(args)
-    run(Options(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
+    controllers = [] if args.no_cluster_controller else [background(
+        probe_interval=args.cluster_probe_interval, details_interval=args.cluster_details_interval,
+        syncer_poll_interval=args.syncer_poll_interval, cluster_profiles=not args.no_cluster_profiles)]
+    run(Options(system_crds=[CLUSTER_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
                 cluster_profiles=not args.no_cluster_profiles, storage=storage, etcd_cacert=args.etcd_cacert,
-                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout))
+                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout),
+        background=controllers)
     return 0
 
 
@@ -65,10 +72,19 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--etcd-key", metavar="FILE", help="key of the etcd client certificate")
     start.add_argument("--etcd-request-timeout", type=float, default=5.0, metavar="SECONDS",
                        help="how long one etcd request may take before the API answers 504")
+    start.add_argument("--no-cluster-controller", action="store_true",
+                       help="do not run the Cluster controller (the Cluster API is still served)")
+    start.add_argument("--cluster-probe-interval", type=float, default=10.0, metavar="SECONDS",
+                       help="how often each Cluster's health is probed")
+    start.add_argument("--cluster-details-interval", type=float, default=60.0, metavar="SECONDS",
+                       help="how often each Cluster's version, nodes and capacity are read")
+    start.add_argument("--syncer-poll-interval", type=float, default=None, metavar="SECONDS",
+                       help="how often Syncers poll a cluster's types (there is no watch on discovery)")
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)
     add_cluster_parser(sub)
+    add_syncer_parser(sub)
     return p
 
 

@@ -35,6 +35,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
@@ -281,3 +282,16 @@ class LeaderElector:
             if not lost.is_set() and self.config.release_on_cancel:
                 await asyncio.shield(self.release())
             self.is_leader = False
+
+
+async def run_as_leader(name: str, kubeconfig_path: str | Path, work: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``work()`` while this process holds the Lease ``name`` in the kubeconfig's logical
+    cluster, forever: when leadership is lost, the work is cancelled and candidacy starts again.
+    This is how ``fleetplane start`` runs its controllers, so several hub replicas run one each."""
+    from kubernetes_asyncio import config
+
+    api = await config.new_client_from_config(str(kubeconfig_path))
+    async with api:
+        elector = LeaderElector(api, LeaderElectionConfig(name))
+        while True:
+            await elector.run(work)

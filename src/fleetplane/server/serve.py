@@ -50,15 +50,19 @@ class Options:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, plus: on SIGTERM/SIGINT end open watches at once, so shutdown is quick, and
-    exit 0 after a graceful SIGTERM shutdown (uvicorn re-raises the signal by default)."""
+    """uvicorn, plus: on SIGTERM/SIGINT cancel the background controllers and end open watches
+    at once, so shutdown is quick, and exit 0 after a graceful SIGTERM shutdown (uvicorn
+    re-raises the signal by default)."""
 
     app_ref: HubApp | None = None
+    background_tasks: list[asyncio.Task]
 
     def handle_exit(self, sig, frame) -> None:  # type: ignore[override]
+        loop = asyncio.get_event_loop()
+        for task in getattr(self, "background_tasks", []):
+            loop.call_soon_threadsafe(task.cancel)
         if self.app_ref is not None:
             self.app_ref.ready = False
-            loop = asyncio.get_event_loop()
             loop.call_soon_threadsafe(self.app_ref.registry.cache.stop_watchers)
         super().handle_exit(sig, frame)
         if sig == signal.SIGTERM and sig in self._captured_signals:
@@ -108,6 +112,7 @@ async def serve(opts: Options, background: list[Background] | None = None) -> No
     server = _Server(config)
     server.app_ref = app
     tasks: list[asyncio.Task] = []
+    server.background_tasks = tasks
 
     async def start_background() -> None:
         while not server.started:
