@@ -8,7 +8,6 @@ own logical cluster, so tests stay independent (a test that kills a cluster star
 
 from __future__ import annotations
 
-import functools
 import json
 import signal
 import subprocess
@@ -23,58 +22,26 @@ import yaml
 
 from ..harness import Hub, Kubectl, free_port, wait_for
 
-HUBPROC = Path(__file__).with_name("hubproc.py")
-CLI = Path(__file__).with_name("cli.py")
 PROBE_INTERVAL = 0.3
-
-
-@functools.cache
-def _start_help() -> str:
-    return subprocess.run([sys.executable, "-m", "fleetplane.cli.main", "start", "--help"], capture_output=True,
-                          text=True, timeout=60).stdout
-
-
-def start_runs_controller() -> bool:
-    """Whether ``fleetplane start`` runs the Cluster controller (and takes its probe interval)."""
-    return "--cluster-probe-interval" in _start_help()
-
 
 #: how the test hub runs the controller: probe often, read Nodes often, poll types often
 CONTROLLER_FLAGS = {"--cluster-probe-interval": str(PROBE_INTERVAL), "--cluster-details-interval": "1",
                     "--syncer-poll-interval": "1"}
 
 
-@functools.cache
 def fleetplane(command: str) -> list[str]:
-    """How to run ``fleetplane <command>``: the real CLI once it has the command, else tests/fleet/cli.py."""
-    out = subprocess.run([sys.executable, "-m", "fleetplane.cli.main", command, "--help"], capture_output=True,
-                         text=True, timeout=60)
-    if out.returncode == 0:
-        return [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console"]
-    return [sys.executable, str(CLI), "--log-format", "console"]
-
-
-@functools.cache
-def simulate_available() -> bool:
-    try:
-        import fleetplane.cli.cluster  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """How to run ``fleetplane <command>``."""
+    return [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console"]
 
 
 class FleetHub(Hub):
-    """A hub with the Cluster controller (``fleetplane start``, or hubproc.py until it is wired)."""
+    """A hub running the Cluster controller (``fleetplane start``), probing often."""
 
     def start(self, timeout: float = 20.0) -> FleetHub:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if start_runs_controller():
-            flags = [x for flag, value in CONTROLLER_FLAGS.items() if flag in _start_help() for x in (flag, value)]
-            cmd = [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console", "start",
-                   "--data-dir", str(self.data_dir), "--port", str(self.port), *flags, *self.extra]
-        else:
-            cmd = [sys.executable, str(HUBPROC), "--data-dir", str(self.data_dir), "--port", str(self.port),
-                   "--probe-interval", str(PROBE_INTERVAL), *self.extra]
+        flags = [x for flag, value in CONTROLLER_FLAGS.items() for x in (flag, value)]
+        cmd = [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console", "start",
+               "--data-dir", str(self.data_dir), "--port", str(self.port), *flags, *self.extra]
         self._logf = open(self.log, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
         wait_for(self._ready, timeout, what=f"hub on {self.url} (log: {self.log})")
@@ -89,7 +56,7 @@ class PhysicalCluster:
         self.data_dir = data_dir
         self.name = name
         self.port = free_port()
-        self.simulate = simulate_available() if simulate is None else simulate
+        self.simulate = True if simulate is None else simulate
         self.nodes = nodes
         self.hub = Hub(data_dir, port=self.port)
         self.proc: subprocess.Popen | None = None

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ..harness import Hub, Kubectl, free_port, wait_for
-from .conftest import Fleet, PhysicalCluster, fleetplane, start_runs_controller
+from .conftest import Fleet, PhysicalCluster, fleetplane
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -370,7 +370,7 @@ def test_the_controller_runs_on_its_own(tmp_path: Path, cluster_a: PhysicalClust
     plain CRD (how any other hub would get the type)."""
     from fleetplane.fleet.cluster_crd import crd_yaml
 
-    extra = ["--no-cluster-controller"] if start_runs_controller() else []
+    extra = ["--no-cluster-controller"]
     hub = Hub(tmp_path / "plain", extra=extra).start()
     ctrl = None
     try:

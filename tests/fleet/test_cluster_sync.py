@@ -14,10 +14,9 @@ import pytest
 import yaml
 
 from ..harness import wait_for
-from .conftest import Fleet, PhysicalCluster, simulate_available
+from .conftest import Fleet, PhysicalCluster
 
-pytestmark = [pytest.mark.timeout(180),
-              pytest.mark.skipif(not simulate_available(), reason="needs `fleetplane cluster simulate`")]
+pytestmark = [pytest.mark.timeout(180)]
 
 
 def deployment(name: str, cluster: str, replicas: int = 2) -> str:
