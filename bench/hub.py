@@ -43,6 +43,7 @@ class HubProcess:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"https://127.0.0.1:{self.port}"
+        started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "fleetplane.cli.main", "--log-level", "warning", "start",
                                       "--data-dir", str(self.dir), "--port", str(self.port)])
         deadline = time.monotonic() + 20
@@ -54,7 +55,9 @@ class HubProcess:
                 if urllib.request.urlopen(self.url + "/readyz", context=ctx, timeout=1).status == 200:
                     break
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.01)
+        #: from the process start to /readyz answering 200, on an empty data dir
+        self.ready_after = time.monotonic() - started
         self.token = (self.dir / "admin.token").read_text().strip()
         self.ssl = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
 
@@ -273,6 +276,7 @@ async def run(quick: bool = False) -> dict:
         hub.stop()
     fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
     try:
+        results["startup_seconds"] = fresh.ready_after
         results["clusters"] = await clusters(fresh, 1000 if quick else 10000)
     finally:
         fresh.stop()

@@ -1,6 +1,6 @@
-"""``make demo``: start a hub, take kubectl on a short tour of it, stop the hub.
+"""``python -m fleetplane.tour``: start a hub, take kubectl on a short tour of it, stop the hub.
 
-Until the Deployment splitter exists this is fleetplane's main job: the hub as a real
+The hub alone as a real
 Kubernetes API with logical clusters, shown with the real kubectl.
 """
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
 from .inventory import add_parser as add_inventory_parser
+from .placement import add_parser as add_placement_parser
 from .storage import add_parser as add_storage_parser
 from .syncer import add_parser as add_syncer_parser
 
@@ -27,16 +28,35 @@ def _storage_url(args: argparse.Namespace) -> str:
     raise ValueError(f"--storage: want sqlite, etcd or a store URL, not {args.storage!r}")
 
 
+def _controller(module: str, **options):
+    """A background controller for ``fleetplane start``, imported only once the hub is ready
+    (the client libraries take longer to import than the hub takes to start)."""
+
+    async def run(app, kubeconfig_path):
+        import importlib
+
+        await importlib.import_module(module).background(**options)(app, kubeconfig_path)
+
+    return run
+
+
 def _start(args: argparse.Namespace) -> int:
-    from ..fleet.cluster_controller import background
     from ..fleet.cluster_crd import CLUSTER_CRD
+    from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
     from ..server.serve import Options, run
 
     storage = _storage_url(args)
-    controllers = [] if args.no_cluster_controller else [background(
-        probe_interval=args.cluster_probe_interval, details_interval=args.cluster_details_interval,
-        syncer_poll_interval=args.syncer_poll_interval, cluster_profiles=not args.no_cluster_profiles)]
-    run(Options(system_crds=[CLUSTER_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
+    controllers = []
+    if not args.no_cluster_controller:
+        controllers.append(_controller(
+            "fleetplane.fleet.cluster_controller", probe_interval=args.cluster_probe_interval,
+            details_interval=args.cluster_details_interval, syncer_poll_interval=args.syncer_poll_interval,
+            cluster_profiles=not args.no_cluster_profiles))
+    if not args.no_splitter:
+        controllers.append(_controller(
+            "fleetplane.fleet.splitter", join_grace=args.splitter_join_grace,
+            unhealthy_grace=args.splitter_unhealthy_grace, unschedulable_grace=args.splitter_unschedulable_grace))
+    run(Options(system_crds=[CLUSTER_CRD, CLUSTERDAEMONSET_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
                 cluster_profiles=not args.no_cluster_profiles, storage=storage, etcd_cacert=args.etcd_cacert,
@@ -80,11 +100,20 @@ def parser() -> argparse.ArgumentParser:
                        help="how often each Cluster's version, nodes and capacity are read")
     start.add_argument("--syncer-poll-interval", type=float, default=None, metavar="SECONDS",
                        help="how often Syncers poll a cluster's types (there is no watch on discovery)")
+    start.add_argument("--no-splitter", action="store_true",
+                       help="do not run the Deployment splitter and ClusterDaemonSet controller")
+    start.add_argument("--splitter-join-grace", type=float, default=10.0, metavar="SECONDS",
+                       help="how long a cluster must be healthy before it receives replicas (damping)")
+    start.add_argument("--splitter-unhealthy-grace", type=float, default=30.0, metavar="SECONDS",
+                       help="how long a cluster may be unhealthy before its replicas move (damping)")
+    start.add_argument("--splitter-unschedulable-grace", type=float, default=60.0, metavar="SECONDS",
+                       help="how long replicas may stay unschedulable in a cluster before they move")
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)
     add_cluster_parser(sub)
     add_syncer_parser(sub)
+    add_placement_parser(sub)
     return p
 
 

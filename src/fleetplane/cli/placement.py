@@ -1,0 +1,251 @@
+"""``fleetplane placement explain deployment/NAME``: why the splitter places a workload where it does.
+
+It reads the live objects (the workload, the ClusterProfiles of its logical cluster, its children)
+and computes the decision with the splitter's own engine, then prints every cluster considered:
+selected or filtered out and why, score, weight, estimated fit, current and new share; and what
+the splitter last recorded on the workload (the ``placement.fleetplane.io/decision`` annotation)::
+
+    fleetplane placement explain deployment/web [-n NS] [--kubeconfig K] [--context C] [-o text|json]
+    fleetplane placement explain clusterdaemonset/agent
+
+The logical cluster is the one the kubeconfig context's server URL names (``/clusters/<lc>``),
+else ``root``. Exit status: 0, 1 when the workload cannot be placed in full (or its policy is
+malformed), 2 when it cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+__all__ = ["add_parser", "explain", "main"]
+
+_KINDS = {"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
+          "deployment.apps": "Deployment", "clusterdaemonset": "ClusterDaemonSet",
+          "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet"}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``placement`` (with ``explain``) on the ``fleetplane`` subparsers."""
+    placement = subparsers.add_parser("placement", help="explain how workloads are placed on the fleet",
+                                      description="Placement of hub workloads on the fleet's clusters.")
+    sub = placement.add_subparsers(dest="placement_command", required=True)
+    ex = sub.add_parser("explain", help="print the placement decision for a Deployment or ClusterDaemonSet",
+                        description="Compute the placement decision for a workload from the live objects, with "
+                                    "the splitter's engine, and print every cluster considered, filtered out and "
+                                    "why, scores and shares, beside what the splitter last recorded.")
+    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME or clusterdaemonset/NAME")
+    ex.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's, else default)")
+    ex.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="the hub's kubeconfig")
+    ex.add_argument("--context", default=None, help="kubeconfig context")
+    ex.add_argument("-o", "--output", default="text", choices=["text", "json"])
+    ex.add_argument("--unhealthy-grace", type=float, default=None, metavar="SECONDS",
+                    help="the splitter's --unhealthy-grace (default: what it recorded on the workload)")
+    ex.add_argument("--join-grace", type=float, default=None, metavar="SECONDS",
+                    help="the splitter's --join-grace (default: what it recorded on the workload)")
+    ex.add_argument("--profile-namespace", default=None, help="the splitter's --profile-namespace")
+    ex.set_defaults(func=run_explain)
+    return placement
+
+
+def _parse_target(text: str) -> tuple[str, str]:
+    kind, sep, name = text.partition("/")
+    if not sep or not name or kind.lower() not in _KINDS:
+        raise ValueError(f"want deployment/NAME or clusterdaemonset/NAME, not {text!r}")
+    return _KINDS[kind.lower()], name
+
+
+def _context_namespace(kubeconfig: str | None, context: str | None) -> str | None:
+    if not kubeconfig:
+        return None
+    try:
+        import yaml
+
+        with open(kubeconfig) as f:
+            cfg = yaml.safe_load(f) or {}
+        name = context or cfg.get("current-context")
+        for c in cfg.get("contexts") or ():
+            if c.get("name") == name:
+                return (c.get("context") or {}).get("namespace")
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, context: str | None = None,
+                  unhealthy_grace: float | None = None, join_grace: float | None = None,
+                  profile_namespace: str | None = None) -> dict[str, Any]:
+    """The decision for one workload, computed from the live objects, and what was recorded."""
+    from ..fleet.placement import (
+        ANNOTATION_POLICY,
+        ClusterInfo,
+        Limit,
+        Options,
+        PolicyError,
+        decide,
+        parse_policy,
+        policy_from_dict,
+        requests_of,
+    )
+    from ..fleet.splitter.client import HubClient
+    from ..fleet.splitter.controller import ANNOTATION_DECISION, LABEL_CLUSTER, SplitterOptions
+    from ..fleet.splitter.crd import CDS_GROUP, CDS_PLURAL, CDS_VERSION
+    from ..inventory import constants as ic
+
+    hub = await HubClient.from_kubeconfig(kubeconfig, context=context, user_agent="fleetplane-placement-explain")
+    lc = hub.logical_cluster or "root"
+    try:
+        if kind == "Deployment":
+            base = f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments"
+        else:
+            base = f"/clusters/{lc}/apis/{CDS_GROUP}/{CDS_VERSION}/namespaces/{namespace}/{CDS_PLURAL}"
+        obj = await hub.get(f"{base}/{name}")
+        if obj is None:
+            raise LookupError(f'{kind.lower()} "{name}" not found in namespace {namespace} of logical cluster {lc}')
+        md = obj.get("metadata") or {}
+        if kind == "Deployment" and LABEL_CLUSTER in (md.get("labels") or {}):
+            raise LookupError(f"deployment {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
+                              f"{LABEL_CLUSTER} label: the splitter does not place it")
+        spec = obj.get("spec") or {}
+        ppath = f"/clusters/{lc}/apis/{ic.GROUP}/{ic.VERSION}/"
+        ppath += f"namespaces/{profile_namespace}/{ic.PLURAL}" if profile_namespace else ic.PLURAL
+        profiles, _ = await hub.list_all(ppath)
+        nss, _ = await hub.list_all(f"/clusters/{lc}/api/v1/namespaces")
+        ns_labels = {(n.get("metadata") or {}).get("name"): (n.get("metadata") or {}).get("labels") or {} for n in nss}
+        infos: dict[str, ClusterInfo] = {}
+        for p in sorted(profiles, key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp") or "",
+                                                 (p.get("metadata") or {}).get("namespace") or "")):
+            pm = p.get("metadata") or {}
+            infos.setdefault(pm.get("name"), ClusterInfo.from_profile(p, ns_labels.get(pm.get("namespace"))))
+        kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments")
+        uid = md.get("uid")
+        children = {}
+        for k in kids:
+            km = k.get("metadata") or {}
+            if any(r.get("uid") == uid and r.get("controller") for r in km.get("ownerReferences") or ()) \
+                    and not km.get("deletionTimestamp"):
+                children[(km.get("labels") or {}).get(LABEL_CLUSTER)] = k
+    finally:
+        await hub.close()
+
+    recorded: dict[str, Any] = {}
+    raw = (md.get("annotations") or {}).get(ANNOTATION_DECISION)
+    if raw:
+        try:
+            recorded = json.loads(raw)
+        except ValueError:
+            recorded = {"error": f"unreadable {ANNOTATION_DECISION} annotation"}
+    limits = {}
+    for c, lim in (recorded.get("limits") or {}).items():
+        try:
+            limits[c] = Limit(int(lim["max"]), float(lim["since"]), str(lim.get("message") or ""))
+        except (KeyError, TypeError, ValueError):
+            continue
+    defaults = SplitterOptions()
+    used = recorded.get("options") or {}  # the splitter's own settings, as it recorded them
+    opts = Options(unhealthy_grace if unhealthy_grace is not None else float(used.get("unhealthyGrace", defaults.unhealthy_grace)),
+                   join_grace if join_grace is not None else float(used.get("joinGrace", defaults.join_grace)))
+    current = {c: int((k.get("spec") or {}).get("replicas") or 0) for c, k in children.items()}
+    out: dict[str, Any] = {"kind": kind, "name": name, "namespace": namespace, "logicalCluster": lc,
+                           "recorded": recorded,
+                           "children": {c: {"name": (k.get("metadata") or {}).get("name"),
+                                            "replicas": current[c],
+                                            "readyReplicas": int((k.get("status") or {}).get("readyReplicas") or 0),
+                                            "availableReplicas": int((k.get("status") or {}).get("availableReplicas") or 0)}
+                                        for c, k in sorted(children.items())}}
+    try:
+        if kind == "Deployment":
+            replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+            policy = parse_policy((md.get("annotations") or {}).get(ANNOTATION_POLICY))
+        else:
+            replicas = max(1, int(spec.get("replicasPerCluster") or 1))
+            placement = dict(spec.get("placement") or {})
+            placement["replicasPerCluster"] = replicas
+            placement.setdefault("strategy", "Duplicate")
+            policy = policy_from_dict(placement, path="spec.placement", strategy_default="Duplicate")
+    except PolicyError as err:
+        out["error"] = f"invalid placement policy: {err}"
+        return out
+    d = decide(replicas, policy, list(infos.values()), current, requests=requests_of(spec.get("template")),
+               limits=limits, now=time.time(), options=opts, seed=f"{namespace}/{name}")
+    out["decision"] = {**d.summary(max_filtered=10**6), "clusters": {c.name: c.to_dict() for c in d.clusters}}
+    out["lines"] = d.explain()
+    out["complete"] = d.unplaced == 0
+    return out
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [f"{result['kind']} {result['namespace']}/{result['name']} (logical cluster {result['logicalCluster']})"]
+    if result.get("error"):
+        lines.append(f"Error: {result['error']}")
+    lines += result.get("lines") or []
+    kids = result.get("children") or {}
+    if kids:
+        lines.append("Children: " + ", ".join(f"{v['name']} {v['readyReplicas']}/{v['replicas']} ready"
+                                                for v in kids.values()))
+    else:
+        lines.append("Children: none")
+    rec = result.get("recorded") or {}
+    if rec:
+        shares = rec.get("shares") or {}
+        text = ", ".join(f"{k} {v}" for k, v in shares.items()) or "nothing placed"
+        lines.append(f"Recorded by the splitter: {rec.get('placed', 0)} of {rec.get('replicas', '?')} placed: {text}"
+                     + (f"; {rec['waiting']}" if rec.get("waiting") else "")
+                     + (f"; error: {rec['error']}" if rec.get("error") else ""))
+        for c, lim in sorted((rec.get("limits") or {}).items()):
+            lines.append(f"  limit: {c} at most {lim.get('max')}: {lim.get('message')}")
+        now = (result.get("decision") or {}).get("shares")
+        if now is not None and now != shares:
+            lines.append("  (the split computed now differs: the splitter has not acted on the latest change yet, "
+                         "or it is moving replicas step by step)")
+    else:
+        lines.append("Recorded by the splitter: nothing yet (is the splitter running?)")
+    return "\n".join(lines)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    try:
+        kind, name = _parse_target(args.target)
+    except ValueError as err:
+        print(f"fleetplane placement explain: {err}", file=sys.stderr)
+        return 2
+    if not args.kubeconfig:
+        print("fleetplane placement explain: --kubeconfig (or $KUBECONFIG) is required", file=sys.stderr)
+        return 2
+    ns = args.namespace or _context_namespace(args.kubeconfig, args.context) or "default"
+    try:
+        result = asyncio.run(explain(args.kubeconfig, kind, name, ns, context=args.context,
+                                     unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace,
+                                     profile_namespace=args.profile_namespace))
+    except LookupError as err:
+        print(f"Error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - one clear line
+        print(f"Error: cannot read the hub: {err}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        result.pop("lines", None)
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(render(result))
+    return 0 if result.get("complete") and not result.get("error") else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fleetplane.cli.placement explain deployment/web`` (the ``placement`` word optional)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "placement":
+        argv.insert(0, "placement")
+    p = argparse.ArgumentParser(prog="fleetplane")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,854 @@
+"""The Deployment Splitter and the ClusterDaemonSet controller (issue 5).
+
+One :class:`Splitter` serves every logical cluster of a hub through the ``/clusters/*`` wildcard:
+informers on Deployments, ClusterProfiles, Namespaces (ClusterSet labels), CRDs (to notice when a
+type starts being served) and ClusterDaemonSets feed one work queue of parents
+``(kind, logical cluster, namespace, name)``; a parent's ClusterProfiles are those of its own
+logical cluster. Objects carry ``kcp.io/cluster`` naming their logical cluster; every write goes
+to ``/clusters/<lc>/...``. Nothing polls: grace periods are timers.
+
+For a **Deployment without** ``kcp.dev/cluster`` (a parent), a reconcile:
+
+1. reads its policy (``placement.fleetplane.io/policy``), the fleet (ClusterProfiles, KEP-4322
+   consumer role: ControlPlaneHealthy must be True) and its children (Deployments it controls,
+   ``<name>--<cluster>``);
+2. notes children whose replicas exist but stay unavailable for longer than ``unschedulable_grace``
+   while the workload is available in some other cluster (or whose cluster reports them
+   unschedulable in ``placement.fleetplane.io/unschedulable``): the cluster is then *limited* for
+   this parent to what did become available (``Limit``), which moves the rest elsewhere if there
+   is room (they stay if there is none); limits expire after ``limit_ttl`` (probing back);
+3. decides the split (:func:`fleetplane.fleet.placement.decide`) and plans the next step
+   make-before-break (:mod:`.rollout`);
+4. creates, updates (template and replicas) and deletes children: labelled ``kcp.dev/cluster``
+   and ``kcp.dev/owned-by``, ownerReference to the parent (controller, blockOwnerDeletion),
+   annotated with the spec's hash and the parent generation they carry;
+5. writes the parent's status through ``/status`` (:mod:`.status`), the decision summary as the
+   annotation ``placement.fleetplane.io/decision`` (what ``fleetplane placement explain`` shows
+   beside its own computation), and Events on changes.
+
+A **ClusterDaemonSet** (``fleet.fleetplane.io/v1alpha1``) goes through the same steps with the
+``Duplicate`` strategy: one child Deployment with ``replicasPerCluster`` replicas in every
+available cluster its placement allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...inventory import constants as ic
+from ..placement import (
+    ANNOTATION_POLICY,
+    ClusterInfo,
+    Decision,
+    Limit,
+    Options,
+    PolicyError,
+    decide,
+    parse_policy,
+    policy_from_dict,
+    requests_of,
+)
+from ..placement.engine import Prepared
+from . import status as st
+from .client import JSON_PATCH, MERGE_PATCH, ApiError, HubClient
+from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
+from .events import EventRecorder
+from .informer import Informer, Key, WorkQueue, key_of
+from .rollout import ChildView, plan
+
+__all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
+           "ANNOTATION_UNSCHEDULABLE", "LABEL_CLUSTER", "LABEL_OWNED_BY", "Splitter", "SplitterOptions",
+           "child_name"]
+
+log = logging.getLogger("fleetplane.fleet.splitter")
+
+LABEL_CLUSTER = "kcp.dev/cluster"
+LABEL_OWNED_BY = "kcp.dev/owned-by"
+ANNOTATION_DECISION = "placement.fleetplane.io/decision"
+ANNOTATION_SPEC_HASH = "placement.fleetplane.io/spec-hash"
+#: optional, on a child, from whoever sees its pods: JSON {"replicas": N, "message": "..."}
+ANNOTATION_UNSCHEDULABLE = "placement.fleetplane.io/unschedulable"
+FIELD_MANAGER = "fleetplane-splitter"
+COMPONENT = "fleetplane-splitter"
+#: parent annotations never copied to children
+_NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
+               ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+DEPLOYMENTS = ("apps", "v1", "deployments")
+ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name
+
+
+def child_name(parent: str, cluster: str) -> str:
+    return f"{parent}--{cluster}"
+
+
+def _path(lc: str, group: str, version: str, plural: str, ns: str = "", name: str = "", sub: str = "") -> str:
+    base = f"/clusters/{lc}/api/{version}" if not group else f"/clusters/{lc}/apis/{group}/{version}"
+    if ns:
+        base += f"/namespaces/{ns}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{name}"
+    if sub:
+        base += f"/{sub}"
+    return base
+
+
+def _md(obj: Mapping[str, Any] | None) -> dict:
+    return (obj or {}).get("metadata") or {}
+
+
+def _hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%SZ", time.gmtime(t))
+
+
+def _int(v: Any, default: int = 0) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass
+class SplitterOptions:
+    #: how long a cluster holding replicas may be unhealthy before they move (damping)
+    unhealthy_grace: float = 30.0
+    #: how long a cluster must be healthy before it receives new replicas (damping)
+    join_grace: float = 10.0
+    #: how long a child's replicas may stay unavailable before its cluster counts as lacking capacity
+    unschedulable_grace: float = 60.0
+    #: how long such a limit lasts before the cluster is tried again
+    limit_ttl: float = 600.0
+    workers: int = 8
+    #: read ClusterProfiles of this namespace only (None: any namespace of the logical cluster)
+    profile_namespace: str | None = None
+    #: also run the ClusterDaemonSet controller
+    cluster_daemonsets: bool = True
+    request_timeout: float = 30.0
+
+
+@dataclass
+class _Parent:
+    uid: str
+    short_since: dict[str, float] = field(default_factory=dict)
+    limits: dict[str, Limit] = field(default_factory=dict)
+    prepared: Prepared | None = None
+    prepared_key: tuple = ()
+    placement: tuple[str, str] = ("", "")
+    split: dict[str, int] = field(default_factory=dict)
+    waiting: frozenset = frozenset()
+
+
+class _Fleet:
+    """The ClusterProfiles of one logical cluster, as ClusterInfo objects that stay the same
+    object while the profile's placement-relevant content does not change."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str], ClusterInfo] = {}  # (namespace, name)
+        self.infos: list[ClusterInfo] = []
+        self.version = 0
+
+    def rebuild(self) -> bool:
+        chosen: dict[str, ClusterInfo] = {}
+        for (_ns, name), ci in sorted(self.by_key.items(), key=lambda kv: (kv[1].created, kv[0][0])):
+            chosen.setdefault(name, ci)  # same name in two namespaces: the older profile wins
+        infos = sorted(chosen.values(), key=lambda c: c.name)
+        if [id(c) for c in infos] == [id(c) for c in self.infos]:
+            return False
+        self.infos = infos
+        self.version += 1
+        return True
+
+    def get(self, name: str) -> ClusterInfo | None:
+        for ci in self.infos:
+            if ci.name == name:
+                return ci
+        return None
+
+
+class Splitter:
+    """Run with :meth:`run` (until cancelled). See the module docstring."""
+
+    def __init__(self, hub: HubClient, options: SplitterOptions | None = None) -> None:
+        self.hub = hub
+        self.opts = options or SplitterOptions()
+        self.queue = WorkQueue()
+        self.events = EventRecorder(hub, COMPONENT)
+        self.type_changed = asyncio.Event()
+        self.cds_type_changed = asyncio.Event()
+        self.deployments = Informer(hub, "/clusters/*/apis/apps/v1/deployments", self._on_deployment,
+                                    name="deployments", wake=self.type_changed)
+        self.profiles = Informer(hub, f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}", self._on_profile,
+                                 name="clusterprofiles")
+        self.namespaces = Informer(hub, "/clusters/*/api/v1/namespaces", self._on_namespace, name="namespaces")
+        self.crds = Informer(hub, "/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                             self._on_crd, name="crds")
+        self.cds = Informer(hub, f"/clusters/*/apis/{CDS_GROUP}/{CDS_VERSION}/{CDS_PLURAL}", self._on_cds,
+                            name="clusterdaemonsets", wake=self.cds_type_changed)
+        self.fleets: dict[str, _Fleet] = {}
+        self.parents: dict[str, set[ParentKey]] = {}  # lc -> parents
+        self.children: dict[ParentKey, dict[str, Key]] = {}  # parent -> cluster -> child key
+        self._child_owner: dict[Key, ParentKey] = {}
+        self.state: dict[ParentKey, _Parent] = {}
+        self.reconciles = 0
+        self.writes = 0
+        self.ready = asyncio.Event()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def informers(self) -> list[Informer]:
+        out = [self.crds, self.namespaces, self.profiles, self.deployments]
+        if self.opts.cluster_daemonsets:
+            out.append(self.cds)
+        return out
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(i.run(), name=f"splitter-informer-{i.name}") for i in self.informers()]
+        tasks.append(asyncio.create_task(self.events.run(), name="splitter-events"))
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in self.informers()))
+            self.ready.set()
+            log.info("splitter: informers synced (%d deployments, %d cluster profiles)",
+                     len(self.deployments.cache), len(self.profiles.cache))
+            tasks += [asyncio.create_task(self._worker(), name=f"splitter-worker-{i}")
+                      for i in range(self.opts.workers)]
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+            self.queue.close()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self.reconcile(key)
+                self.queue.forget(key)
+            except asyncio.CancelledError:
+                raise
+            except ApiError as err:
+                delay = self.queue.retry(key)
+                level = logging.DEBUG if err.status in (409, 0) else logging.INFO
+                log.log(level, "splitter %s: %s; retrying in %.2fs", "/".join(key), err, delay)
+            except Exception:  # noqa: BLE001 - one parent's trouble never stops the others
+                delay = self.queue.retry(key)
+                log.exception("splitter %s failed; retrying in %.2fs", "/".join(key), delay)
+            finally:
+                self.queue.done(key)
+
+    # -- events from the informers ------------------------------------------------------------
+
+    def _on_crd(self, key: Key, old: dict | None, new: dict | None) -> None:
+        name = _md(new or old).get("name") or ""
+        if name == "deployments.apps":
+            self.type_changed.set()
+            if new is not None and old is None:  # children can be created in this logical cluster now
+                for pk in self.parents.get(key[0], ()):
+                    self.queue.add(pk)
+        elif name == f"{CDS_PLURAL}.{CDS_GROUP}":
+            self.cds_type_changed.set()
+
+    def _on_namespace(self, key: Key, old: dict | None, new: dict | None) -> None:
+        if (_md(old).get("labels") or {}) == (_md(new).get("labels") or {}):
+            return
+        lc = key[0]
+        ns = key[2]
+        for (pk_lc, pns, pname), obj in list(self.profiles.cache.items()):
+            if pk_lc == lc and pns == ns:
+                self._on_profile((pk_lc, pns, pname), obj, obj)
+
+    def _namespace_labels(self, lc: str, ns: str) -> dict[str, str]:
+        obj = self.namespaces.cache.get((lc, "", ns))
+        return _md(obj).get("labels") or {}
+
+    def _on_profile(self, key: Key, old: dict | None, new: dict | None) -> None:
+        lc, ns, name = key
+        if self.opts.profile_namespace and ns != self.opts.profile_namespace:
+            return
+        fleet = self.fleets.setdefault(lc, _Fleet())
+        prev = fleet.by_key.get((ns, name))
+        if new is None:
+            fleet.by_key.pop((ns, name), None)
+        else:
+            ci = ClusterInfo.from_profile(new, self._namespace_labels(lc, ns))
+            if prev is not None and prev.fingerprint() == ci.fingerprint() and prev.created == ci.created:
+                return  # nothing placement reads changed (e.g. lastObservedTime)
+            fleet.by_key[(ns, name)] = ci
+        if fleet.rebuild():
+            for pk in self.parents.get(lc, ()):
+                self.queue.add(pk)
+
+    def _on_deployment(self, key: Key, old: dict | None, new: dict | None) -> None:
+        obj = new or old or {}
+        labels = _md(obj).get("labels") or {}
+        lc, ns, name = key
+        if LABEL_CLUSTER in labels or (old is not None and LABEL_CLUSTER in (_md(old).get("labels") or {})):
+            before = self._child_owner.get(key)
+            self._index_child(key, new)
+            for owner in {before, self._child_owner.get(key)}:
+                if owner is not None:
+                    self.queue.add(owner)
+            if LABEL_CLUSTER in labels:
+                return
+        pk: ParentKey = ("Deployment", lc, ns, name)
+        controlled = any(r.get("controller") and r.get("kind") in ("Deployment", CDS_KIND)
+                         for r in _md(obj).get("ownerReferences") or ())
+        if new is None or LABEL_CLUSTER in labels or controlled:
+            self.parents.get(lc, set()).discard(pk)
+            self.state.pop(pk, None)
+            return
+        self.parents.setdefault(lc, set()).add(pk)
+        if old is None or self._relevant(old) != self._relevant(new):
+            self.queue.add(pk)
+
+    def _on_cds(self, key: Key, old: dict | None, new: dict | None) -> None:
+        lc, ns, name = key
+        pk: ParentKey = (CDS_KIND, lc, ns, name)
+        if new is None:
+            self.parents.get(lc, set()).discard(pk)
+            self.state.pop(pk, None)
+            return
+        self.parents.setdefault(lc, set()).add(pk)
+        if old is None or self._relevant(old) != self._relevant(new):
+            self.queue.add(pk)
+
+    @staticmethod
+    def _relevant(obj: dict) -> Any:
+        md = _md(obj)
+        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k != ANNOTATION_DECISION}
+        return (md.get("uid"), md.get("generation"), md.get("labels"), ann, md.get("deletionTimestamp"),
+                obj.get("spec"))
+
+    def remember_child(self, obj: dict) -> None:
+        """Put a child just written into the cache and index (its watch event follows)."""
+        key = key_of(obj)
+        cur = self.deployments.cache.get(key)
+        if cur is not None and _int(_md(cur).get("resourceVersion")) >= _int(_md(obj).get("resourceVersion")):
+            return
+        self.deployments.cache[key] = obj
+        self._index_child(key, obj)
+
+    def _index_child(self, key: Key, obj: dict | None) -> None:
+        prev = self._child_owner.pop(key, None)
+        if prev is not None:
+            kids = self.children.get(prev)
+            if kids is not None:
+                for c, k in list(kids.items()):
+                    if k == key:
+                        del kids[c]
+                if not kids:
+                    self.children.pop(prev, None)
+        if obj is None:
+            return
+        md = _md(obj)
+        cluster = (md.get("labels") or {}).get(LABEL_CLUSTER)
+        ref = next((r for r in md.get("ownerReferences") or () if r.get("controller")), None)
+        if not cluster or ref is None or ref.get("kind") not in ("Deployment", CDS_KIND):
+            return
+        pk: ParentKey = (ref["kind"], key[0], key[1], ref.get("name") or "")
+        self._child_owner[key] = pk
+        self.children.setdefault(pk, {})[cluster] = key
+
+    # -- reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, key: ParentKey) -> None:
+        self.reconciles += 1
+        kind, lc, ns, name = key
+        if kind == CDS_KIND:
+            parent = self.cds.cache.get((lc, ns, name))
+        else:
+            parent = self.deployments.cache.get((lc, ns, name))
+        md = _md(parent)
+        if parent is None or md.get("deletionTimestamp") or (kind == "Deployment" and (
+                LABEL_CLUSTER in (md.get("labels") or {})
+                or any(r.get("controller") and r.get("kind") in ("Deployment", CDS_KIND)
+                       for r in md.get("ownerReferences") or ()))):
+            self.state.pop(key, None)
+            return
+        s = self.state.get(key)
+        if s is None or s.uid != md.get("uid"):
+            s = self.state[key] = _Parent(uid=md.get("uid") or "")
+            self._load_limits(s, parent)
+        await _Reconcile(self, key, parent, s).run()
+
+    def _load_limits(self, s: _Parent, parent: dict) -> None:
+        """Limits survive a restart in the decision annotation."""
+        raw = (_md(parent).get("annotations") or {}).get(ANNOTATION_DECISION)
+        if not raw:
+            return
+        with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
+            doc = json.loads(raw)
+            for c, lim in (doc.get("limits") or {}).items():
+                s.limits[c] = Limit(int(lim["max"]), float(lim["since"]), str(lim.get("message") or ""))
+            s.split = {str(k): int(v) for k, v in (doc.get("shares") or {}).items()}
+
+    def fleet(self, lc: str) -> _Fleet:
+        return self.fleets.get(lc) or _Fleet()
+
+    def children_of(self, key: ParentKey, parent: dict) -> tuple[dict[str, dict], list[str]]:
+        """The children this parent controls (cluster -> object), and clusters whose child name is
+        taken by an object it does not control."""
+        uid = _md(parent).get("uid")
+        lc, ns, name = key[1], key[2], key[3]
+        out: dict[str, dict] = {}
+        for cluster, ck in (self.children.get(key) or {}).items():
+            obj = self.deployments.cache.get(ck)
+            if obj is None:
+                continue
+            refs = _md(obj).get("ownerReferences") or ()
+            if any(r.get("uid") == uid and r.get("controller") for r in refs):
+                out[cluster] = obj
+        conflicts = []
+        for ci in self.fleet(lc).infos:
+            if ci.name in out:
+                continue
+            other = self.deployments.cache.get((lc, ns, child_name(name, ci.name)))
+            if other is not None:
+                refs = _md(other).get("ownerReferences") or ()
+                if not any(r.get("uid") == uid for r in refs):
+                    conflicts.append(ci.name)
+        return out, conflicts
+
+
+class _Reconcile:
+    """One reconcile of one parent (a Deployment or a ClusterDaemonSet)."""
+
+    def __init__(self, sp: Splitter, key: ParentKey, parent: dict, s: _Parent) -> None:
+        self.sp, self.key, self.parent, self.s = sp, key, parent, s
+        self.kind, self.lc, self.ns, self.name = key
+        self.md = _md(parent)
+        self.spec = parent.get("spec") or {}
+        self.generation = _int(self.md.get("generation"), 1)
+        self.now = time.time()
+        self.opts = sp.opts
+        self.requeue: list[float] = []
+        self.problems: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+
+    # -- the steps ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        sp, s = self.sp, self.s
+        cds = self.kind == CDS_KIND
+        fleet = sp.fleet(self.lc)
+        children, conflicts = sp.children_of(self.key, self.parent)
+        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
+        current = {c: max(0, _int((o.get("spec") or {}).get("replicas"))) for c, o in live.items()}
+        template = self.spec.get("template")
+        if cds:
+            requested = max(1, _int(self.spec.get("replicasPerCluster"), 1))
+        else:
+            requested = max(0, _int(self.spec.get("replicas"), 1)) if self.spec.get("replicas") is not None else 1
+
+        self._observe(live, fleet)
+        decision: Decision | None = None
+        policy_text = None
+        try:
+            if cds:
+                placement = dict(self.spec.get("placement") or {})
+                placement["replicasPerCluster"] = requested
+                placement.setdefault("strategy", "Duplicate")
+                policy = policy_from_dict(placement, path="spec.placement", strategy_default="Duplicate")
+                policy_text = json.dumps(placement, sort_keys=True)
+            else:
+                policy_text = (self.md.get("annotations") or {}).get(ANNOTATION_POLICY)
+                policy = parse_policy(policy_text)
+        except PolicyError as err:
+            self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
+            target = dict(current)
+        else:
+            requests = requests_of(template)
+            pkey = (policy_text, tuple(sorted(requests.items())))
+            if s.prepared is None or s.prepared_key != pkey:
+                s.prepared, s.prepared_key = Prepared(policy, fleet.infos, requests), pkey
+            else:
+                s.prepared.refresh(fleet.infos)
+            decision = decide(requested, policy, current=current, limits=s.limits, now=self.now,
+                              options=Options(self.opts.unhealthy_grace, self.opts.join_grace),
+                              prepared=s.prepared, seed=f"{self.ns}/{self.name}")
+            if decision.recheck_at is not None:
+                self.requeue.append(decision.recheck_at)
+            target = decision.assignment()
+            if requested == 0 and not cds:
+                target = {c: 0 for c in current if decision.by_name().get(c) and decision.by_name()[c].eligible}
+            self._decision_problems(decision, requested)
+        for c in conflicts:
+            target.pop(c, None)
+            self.problems.append(("PlacementFailed", f"{c}: {child_name(self.name, c)} exists and is not "
+                                                     f"controlled by {self.kind} {self.name}"))
+        views = {c: ChildView(_int((o.get("spec") or {}).get("replicas")),
+                              _int((o.get("status") or {}).get("availableReplicas")),
+                              bool(_md(o).get("deletionTimestamp"))) for c, o in children.items()}
+        p = plan(target, views, 0 if cds else requested)
+        children = await self._apply(children, p, template)
+        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
+        await self._write_status(live, target, p, decision, requested)
+        await self._write_decision(decision, p)
+        self._schedule()
+
+    def _observe(self, live: dict[str, dict], fleet: _Fleet) -> None:
+        """Children short of available replicas for longer than the grace period limit their
+        cluster for this parent (see the module docstring)."""
+        s, now, grace = self.s, self.now, self.opts.unschedulable_grace
+        for c in list(s.limits):
+            lim = s.limits[c]
+            if now - lim.since >= self.opts.limit_ttl or fleet.get(c) is None:
+                del s.limits[c]
+            else:
+                self.requeue.append(lim.since + self.opts.limit_ttl)
+        for c in list(s.short_since):
+            if c not in live:
+                del s.short_since[c]
+        serving = {c for c, child in live.items() if _int((child.get("status") or {}).get("availableReplicas")) > 0}
+        for c, child in live.items():
+            spec = max(0, _int((child.get("spec") or {}).get("replicas")))
+            stat = child.get("status") or {}
+            available = _int(stat.get("availableReplicas"))
+            explicit = self._explicit_unschedulable(child)
+            ci = fleet.get(c)
+            # the cluster runs the child (its pods exist) but they do not come up, while the workload
+            # does come up elsewhere (else it is the workload that fails, not this cluster's room)
+            short = (spec > available and _int(stat.get("replicas")) >= spec and bool(serving - {c})
+                     and ci is not None and ci.healthy is True)
+            if explicit is not None:  # what the cluster reports, within what the status says is missing
+                explicit = (min(explicit[0], max(0, spec - available)), explicit[1])
+                short = explicit[0] > 0
+            if not short:
+                s.short_since.pop(c, None)
+                continue
+            since = s.short_since.setdefault(c, now)
+            if now - since < grace:
+                self.requeue.append(since + grace)
+                continue
+            missing = explicit[0] if explicit is not None else spec - available
+            ceiling = max(0, spec - missing)
+            lim = s.limits.get(c)
+            if lim is not None and lim.max <= ceiling:
+                continue
+            why = explicit[1] if explicit is not None and explicit[1] else self._short_reason(child, spec, available)
+            msg = f"{missing} of {spec} replicas unavailable for {max(1, round(now - since))}s" + (f": {why}" if why else "")
+            s.limits[c] = Limit(ceiling, now, msg)
+            self.requeue.append(now + self.opts.limit_ttl)
+            self.sp.events.event(self.parent, "Warning", "Unschedulable",
+                                 f"{c}: {msg}; moving up to {missing} replicas to other clusters")
+
+    @staticmethod
+    def _explicit_unschedulable(child: dict) -> tuple[int, str] | None:
+        raw = (_md(child).get("annotations") or {}).get(ANNOTATION_UNSCHEDULABLE)
+        if not raw:
+            return None
+        try:
+            doc = json.loads(raw)
+            return max(0, int(doc.get("replicas") or 0)), str(doc.get("message") or "")
+        except (ValueError, TypeError, AttributeError):
+            return None
+
+    @staticmethod
+    def _short_reason(child: dict, spec: int, available: int) -> str:
+        for t in ("ReplicaFailure", "Progressing", "Available"):
+            c = st.condition(child, t)
+            if c and ((t == "ReplicaFailure" and c.get("status") == "True") or (t != "ReplicaFailure" and c.get("status") == "False")):
+                return f"{c.get('reason')}: {c.get('message')}" if c.get("message") else str(c.get("reason"))
+        return ""
+
+    def _decision_problems(self, d: Decision, requested: int) -> None:
+        if d.unplaced:
+            if not d.eligible:
+                self.problems.append(("NoEligibleClusters",
+                                      f"no cluster can take its {d.replicas} replicas: " + "; ".join(d.reasons)))
+            else:
+                self.problems.append(("PlacementFailed", d.message()))
+        for c, lim in sorted(self.s.limits.items()):
+            cd = d.by_name().get(c)
+            if cd is not None and cd.replicas > lim.max:
+                self.problems.append(("Unschedulable", f"{c}: {lim.message}; no other cluster has room"))
+            else:
+                self.notes.append(f"{c} limited to {lim.max} until {_clock(lim.since + self.opts.limit_ttl)} "
+                                  f"({lim.message})")
+
+    # -- children -------------------------------------------------------------------------------
+
+    def _desired_spec(self, replicas: int) -> dict:
+        if self.kind == CDS_KIND:
+            spec: dict[str, Any] = {"selector": self.spec.get("selector"), "template": self.spec.get("template")}
+            for k in ("strategy", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "paused"):
+                if self.spec.get(k) is not None:
+                    spec[k] = self.spec[k]
+        else:
+            spec = {k: v for k, v in self.spec.items() if k != "replicas"}
+        spec["replicas"] = replicas
+        return spec
+
+    def spec_hash(self) -> str:
+        base = self._desired_spec(0)
+        base.pop("replicas")
+        return _hash(base)
+
+    def _owner_ref(self) -> dict:
+        return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,
+                "uid": self.md.get("uid"), "controller": True, "blockOwnerDeletion": True}
+
+    def _child_meta(self, cluster: str, spec_hash: str) -> tuple[dict, dict]:
+        labels = {k: v for k, v in (self.md.get("labels") or {}).items()}
+        labels[LABEL_CLUSTER] = cluster
+        labels[LABEL_OWNED_BY] = self.name if len(self.name) <= 63 and _LABEL_VALUE.match(self.name) else _hash(self.name)
+        ann = {k: v for k, v in (self.md.get("annotations") or {}).items() if k not in _NOT_COPIED}
+        ann[ANNOTATION_SPEC_HASH] = spec_hash
+        return labels, ann
+
+    async def _apply(self, children: dict[str, dict], p: Any, template: Any) -> dict[str, dict]:
+        hub, sp = self.sp.hub, self.sp
+        spec_hash = self.spec_hash()
+        out = dict(children)
+        path = _path(self.lc, *DEPLOYMENTS[:2], DEPLOYMENTS[2], self.ns)
+        for cluster in sorted(p.delete):
+            child = children[cluster]
+            cmd = _md(child)
+            await hub.delete(f"{path}/{cmd['name']}", uid=cmd.get("uid"))
+            sp.writes += 1
+            out.pop(cluster, None)
+            self.sp.events.event(self.parent, "Normal", "SuccessfulDelete",
+                                 f"Deleted {cmd['name']} from cluster {cluster}")
+        for cluster, replicas in sorted(p.replicas.items()):
+            child = children.get(cluster)
+            labels, ann = self._child_meta(cluster, spec_hash)
+            spec = self._desired_spec(replicas)
+            if child is None:
+                body = {"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
+                                     "labels": labels, "annotations": ann, "ownerReferences": [self._owner_ref()]},
+                        "spec": spec}
+                try:
+                    created = await hub.create(path, body, FIELD_MANAGER)
+                except ApiError as err:
+                    if err.status == 409:  # a namesake appeared (or is still being deleted): next time
+                        self.requeue.append(self.now + 1.0)
+                        continue
+                    if err.status == 404 and "namespace" not in err.message.lower():
+                        self.problems.append(("PlacementFailed", f"Deployments are not served in logical cluster "
+                                                                 f"{self.lc} yet (no cluster has offered the type): "
+                                                                 f"{err.message}"))
+                        continue
+                    raise
+                sp.writes += 1
+                out[cluster] = created
+                sp.remember_child(created)
+                self.sp.events.event(self.parent, "Normal", "SuccessfulCreate",
+                                     f"Created {body['metadata']['name']} with {replicas} replicas in cluster {cluster}")
+                continue
+            cmd = _md(child)
+            old_replicas = _int((child.get("spec") or {}).get("replicas"))
+            cur_ann = cmd.get("annotations") or {}
+            cur_labels = cmd.get("labels") or {}
+            refs = cmd.get("ownerReferences") or []
+            if (old_replicas == replicas and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
+                    and all(cur_labels.get(k) == v for k, v in labels.items())
+                    and all(cur_ann.get(k) == v for k, v in ann.items())):
+                continue
+            new = json.loads(json.dumps(child))
+            nmd = new["metadata"]
+            nmd["labels"] = {**cur_labels, **labels}
+            nmd["annotations"] = {**cur_ann, **ann}
+            if not any(r.get("uid") == self.md.get("uid") for r in refs):
+                nmd["ownerReferences"] = [*refs, self._owner_ref()]
+            if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash:
+                new["spec"] = spec
+            else:
+                new.setdefault("spec", {})["replicas"] = replicas
+            new.pop("status", None)
+            updated = await hub.replace(f"{path}/{cmd['name']}", new, FIELD_MANAGER)
+            sp.writes += 1
+            out[cluster] = updated
+            sp.remember_child(updated)
+            if old_replicas != replicas:
+                self.sp.events.event(self.parent, "Normal", "ScalingReplicaSet",
+                                     f"Scaled {cmd['name']} in cluster {cluster} from {old_replicas} to {replicas}")
+        return out
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def _observed(self, live: dict[str, dict], p: Any, spec_hash: str) -> bool:
+        """Every child carries this generation's spec (by hash: replicas aside, which the plan
+        sets) and has observed it."""
+        if p.blocked:
+            return False
+        for child in live.values():
+            cmd = _md(child)
+            if (cmd.get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != spec_hash:
+                return False
+            og = (child.get("status") or {}).get("observedGeneration")
+            if og is None or _int(og) < _int(cmd.get("generation"), 1):
+                return False
+        return True
+
+    def _placement_condition(self, d: Decision | None, p: Any) -> tuple[str, str, str]:
+        first = {r: m for r, m in reversed(self.problems)}
+        for reason in ("InvalidPlacement", "NoEligibleClusters", "PlacementFailed"):
+            if reason in first:
+                return "False", reason, first[reason]
+        if d is not None:
+            stuck = [m for r, m in self.problems if r == "Unschedulable"]
+            if stuck:
+                return "False", "Unschedulable", "; ".join(stuck)
+        note = self._progress_note(p)
+        if note:
+            return "True", "Rebalancing", note
+        msg = d.message() if d is not None else "placed"
+        return "True", "Placed", "; ".join([msg, *self.notes])
+
+    @staticmethod
+    def _progress_note(p: Any) -> str:
+        parts = []
+        if p.waiting:
+            keep = ", ".join(f"{n} in {c}" for c, n in sorted(p.waiting.items()))
+            parts.append(f"keeping {keep} until their replacements are available")
+        if p.blocked:
+            parts.append("waiting for the old child in " + ", ".join(sorted(p.blocked)) + " to be deleted")
+        return "; ".join(parts)
+
+    async def _write_status(self, live: dict[str, dict], target: dict[str, int], p: Any, d: Decision | None,
+                            requested: int) -> None:
+        fleet = self.sp.fleet(self.lc)
+        stale = {}
+        for c in live:
+            ci = fleet.get(c)
+            if ci is None:
+                stale[c] = "its cluster left the fleet"
+            elif ci.healthy is not True:
+                stale[c] = "its cluster is unhealthy, status may be stale"
+        placement = self._placement_condition(d, p)
+        prev = self.parent.get("status") or {}
+        if self.kind == CDS_KIND:
+            new = self._cds_status(live, target, p, d, placement, prev, stale)
+        else:
+            new = st.aggregate(generation=self.generation, requested=requested, children=live, target=target,
+                               observed=self._observed(live, p, self.spec_hash()), prev=prev, problems=self.problems,
+                               placement=placement, progress_note=self._progress_note(p), stale=stale)
+        self._events(placement, d, p)
+        if new == prev:
+            return
+        path = _path(self.lc, *self._parent_gvr(), self.ns, self.name, "status")
+        try:
+            updated = await self.sp.hub.patch(path, [{"op": "add", "path": "/status", "value": new}], JSON_PATCH,
+                                              FIELD_MANAGER)
+        except ApiError as err:
+            if err.status == 404:
+                return
+            raise
+        self.sp.writes += 1
+        cache = self.sp.cds.cache if self.kind == CDS_KIND else self.sp.deployments.cache
+        if (self.lc, self.ns, self.name) in cache and _md(updated).get("uid") == self.md.get("uid"):
+            cache[(self.lc, self.ns, self.name)] = updated
+        self.parent = updated
+
+    def _parent_gvr(self) -> tuple[str, str, str]:
+        if self.kind == CDS_KIND:
+            return CDS_GROUP, CDS_VERSION, CDS_PLURAL
+        return DEPLOYMENTS
+
+    def _cds_status(self, live: dict[str, dict], target: dict[str, int], p: Any, d: Decision | None,
+                    placement: tuple[str, str, str], prev: dict, stale: dict[str, str]) -> dict:
+        now = st.now_rfc3339()
+        clusters = []
+        ready = 0
+        totals = dict.fromkeys(st.COUNTERS, 0)
+        for c in sorted(set(target) | set(live)):
+            child = live.get(c)
+            counts = st.child_counts(child) if child else dict.fromkeys(st.COUNTERS, 0)
+            for k, v in counts.items():
+                totals[k] += v
+            avail = st.condition(child, "Available") if child else None
+            ok = bool(avail and avail.get("status") == "True") and counts["availableReplicas"] >= 1
+            if c in target and ok:
+                ready += 1
+            entry = {"name": c, "replicas": _int((child or {}).get("spec", {}).get("replicas")) if child else 0,
+                     "readyReplicas": counts["readyReplicas"], "availableReplicas": counts["availableReplicas"],
+                     "available": ok}
+            if c in stale:
+                entry["note"] = stale[c]
+            clusters.append(entry)
+        status: dict[str, Any] = {"desiredNumberClusters": len(target), "numberClustersAvailable": ready}
+        og = prev.get("observedGeneration")
+        if self._observed(live, p, self.spec_hash()):
+            og = self.generation
+        if og is not None:
+            status["observedGeneration"] = og
+        for k in ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas"):
+            status[k] = totals[k]
+        status["clusters"] = clusters
+        prev_conds = {c.get("type"): c for c in prev.get("conditions") or ()}
+        missing = [e["name"] for e in clusters if e["name"] in target and not e["available"]]
+        if not target:
+            avail = ("False", "NoClusters", "no cluster to run in: " + (self.problems[0][1] if self.problems else "none"))
+        elif missing:
+            avail = ("False", "ClustersUnavailable", "not available in " + ", ".join(missing))
+        else:
+            avail = ("True", "AllClustersAvailable", f"available in {ready} of {len(target)} clusters")
+        conds = [("Available", *avail), ("Placement", *placement)]
+        status["conditions"] = [st.merge_condition(prev_conds.get(t), t, s_, r, m, now) for t, s_, r, m in conds]
+        return status
+
+    def _events(self, placement: tuple[str, str, str], d: Decision | None, p: Any) -> None:
+        s = self.s
+        status, reason, message = placement
+        split = d.assignment() if d is not None else s.split
+        waiting = frozenset(p.waiting) | frozenset(p.blocked)
+        if (reason, message) != s.placement:
+            changed_split = split != s.split
+            if status == "False":
+                self.sp.events.event(self.parent, "Warning", reason, message)
+            elif reason == "Rebalancing" and (waiting != s.waiting or changed_split):
+                self.sp.events.event(self.parent, "Normal", "Rebalancing", message)
+            elif reason == "Placed" and (changed_split or s.placement[0] != "Placed"):
+                self.sp.events.event(self.parent, "Normal", "Placed", message)
+            s.placement = (reason, message)
+        s.split, s.waiting = dict(split), waiting
+
+    async def _write_decision(self, d: Decision | None, p: Any) -> None:
+        doc: dict[str, Any] = d.summary() if d is not None else {"error": self.problems[0][1] if self.problems else ""}
+        if self.s.limits:
+            doc["limits"] = {c: {"max": lim.max, "since": round(lim.since, 3), "message": lim.message}
+                             for c, lim in sorted(self.s.limits.items())}
+        if not p.settled:
+            doc["waiting"] = self._progress_note(p)
+        doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace}
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        cur = (self.md.get("annotations") or {}).get(ANNOTATION_DECISION)
+        if cur == text:
+            return
+        path = _path(self.lc, *self._parent_gvr(), self.ns, self.name)
+        patch = {"metadata": {"annotations": {ANNOTATION_DECISION: text},
+                              "resourceVersion": _md(self.parent).get("resourceVersion")}}
+        try:
+            await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)
+        except ApiError as err:
+            if err.status in (404, 409):
+                if err.status == 409:
+                    self.requeue.append(self.now + 0.05)
+                return
+            raise
+        self.sp.writes += 1
+
+    def _schedule(self) -> None:
+        now = time.time()
+        future = [t for t in self.requeue if t is not None]
+        if future:
+            when = min(future)
+            self.sp.queue.add_after(self.key, max(0.0, when - now) + 0.05)

@@ -1,0 +1,194 @@
+"""The parent's status, from its children's (pure functions).
+
+Counters (``replicas``, ``updatedReplicas``, ``readyReplicas``, ``availableReplicas``) are sums
+over the children that are not being deleted; ``unavailableReplicas`` is the larger of the
+children's sum and what the parent misses (requested minus available, unplaced replicas included).
+``observedGeneration`` becomes the parent's generation only once every child carries the spec of
+that generation and has itself observed it (GitOps tools and ``kubectl rollout status`` wait on it);
+until then the previous value stays.
+
+Conditions (Deployment's shape: type, status, reason, message, lastUpdateTime, lastTransitionTime;
+times move only when status, reason or message change):
+
+- ``Available``: True only when every child is Available (and every replica is placed); the
+  message names the clusters that are not.
+- ``Progressing``: False ``ProgressDeadlineExceeded`` if any child's is (naming them, so
+  ``kubectl rollout status`` fails as it would for one cluster); True ``NewReplicaSetAvailable``
+  once every child is rolled out and placement has settled; else True ``ReplicaSetUpdated`` with
+  per-cluster progress and what re-balancing waits for.
+- ``ReplicaFailure``: True while replicas fail: a child's own ReplicaFailure, replicas that
+  could not be placed (``NoEligibleClusters``, ``PlacementFailed``), replicas unavailable past
+  the grace period (``Unschedulable``), a malformed policy (``InvalidPlacement``); cluster by
+  cluster. Removed when nothing fails.
+- ``Placement`` (fleetplane): True ``Placed`` (the split) or ``Rebalancing`` (moving, and what it
+  waits for); False with the failure reasons above.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["COUNTERS", "child_counts", "condition", "merge_condition", "now_rfc3339"]
+
+COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
+
+
+def now_rfc3339(now: float | None = None) -> str:
+    t = dt.datetime.fromtimestamp(now, dt.UTC) if now is not None else dt.datetime.now(dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _int(v: Any) -> int:
+    try:
+        return max(0, int(v or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def child_counts(child: Mapping[str, Any]) -> dict[str, int]:
+    st = child.get("status") or {}
+    return {k: _int(st.get(k)) for k in COUNTERS}
+
+
+def condition(obj: Mapping[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return dict(c)
+    return None
+
+
+def merge_condition(prev: Mapping[str, Any] | None, type_: str, status: str, reason: str, message: str,
+                    now: str) -> dict[str, Any]:
+    """A Deployment condition; times kept from ``prev`` unless status/reason/message changed."""
+    message = message if len(message) <= 4000 else message[:3997] + "..."
+    c = {"type": type_, "status": status, "reason": reason, "message": message}
+    if prev and prev.get("status") == status and prev.get("reason") == reason and prev.get("message") == message:
+        c["lastUpdateTime"] = prev.get("lastUpdateTime") or now
+        c["lastTransitionTime"] = prev.get("lastTransitionTime") or now
+    else:
+        c["lastUpdateTime"] = now
+        c["lastTransitionTime"] = (prev.get("lastTransitionTime") or now) if prev and prev.get("status") == status else now
+    return c
+
+
+def _cond_status(child: Mapping[str, Any], type_: str) -> tuple[str | None, str, str]:
+    c = condition(child, type_)
+    if c is None:
+        return None, "", ""
+    return str(c.get("status")), str(c.get("reason") or ""), str(c.get("message") or "")
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping[str, Any]],
+              target: Mapping[str, int], observed: bool, prev: Mapping[str, Any] | None,
+              problems: list[tuple[str, str]], placement: tuple[str, str, str], progress_note: str = "",
+              stale: Mapping[str, str] | None = None, now: str | None = None) -> dict[str, Any]:
+    """The parent's new status.
+
+    ``children``: cluster -> child object (not being deleted); ``target``: the decision's split;
+    ``observed``: every child carries this generation's spec and has observed it;
+    ``problems``: (reason, message) failures for ReplicaFailure, most important first;
+    ``placement``: the Placement condition (status, reason, message); ``progress_note``: what
+    re-balancing waits for; ``stale``: clusters whose status may be out of date, and why.
+    """
+    now = now or now_rfc3339()
+    prev = prev or {}
+    stale = stale or {}
+    totals = dict.fromkeys(COUNTERS, 0)
+    for child in children.values():
+        for k, v in child_counts(child).items():
+            totals[k] += v
+    totals["unavailableReplicas"] = max(totals["unavailableReplicas"], requested - totals["availableReplicas"], 0)
+    status: dict[str, Any] = {}
+    og = prev.get("observedGeneration")
+    if observed:
+        og = generation
+    if og is not None:
+        status["observedGeneration"] = og
+    for k in COUNTERS:
+        if totals[k]:
+            status[k] = totals[k]
+    prev_conds = {c.get("type"): c for c in prev.get("conditions") or () if isinstance(c, Mapping)}
+    conds = []
+
+    # Available: only when every child is
+    not_available = []
+    for cluster in sorted(set(target) | set(children)):
+        child = children.get(cluster)
+        want = target.get(cluster, 0)
+        if child is None:
+            if want:
+                not_available.append(f"{cluster} (not created yet)")
+            continue
+        s, reason, msg = _cond_status(child, "Available")
+        spec = _int((child.get("spec") or {}).get("replicas"))
+        if s != "True" and (spec or want):
+            why = f"{reason}: {_short(msg, 100)}" if reason else "no status yet"
+            not_available.append(f"{cluster} ({why}{'; ' + stale[cluster] if cluster in stale else ''})")
+    if requested == 0:
+        conds.append(("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."))
+    elif not children and not target:
+        conds.append(("Available", "False", "MinimumReplicasUnavailable",
+                      "no cluster runs it: " + (problems[0][1] if problems else "no placement yet")))
+    elif not_available:
+        conds.append(("Available", "False", "MinimumReplicasUnavailable",
+                      "not available in " + ", ".join(not_available)))
+    elif any(r in ("NoEligibleClusters", "PlacementFailed") for r, _ in problems):
+        conds.append(("Available", "False", "MinimumReplicasUnavailable",
+                      next(m for r, m in problems if r in ("NoEligibleClusters", "PlacementFailed"))))
+    else:
+        conds.append(("Available", "True", "MinimumReplicasAvailable",
+                      "available in every cluster: " + ", ".join(sorted(children))))
+
+    # Progressing
+    timed_out = []
+    progress = []
+    complete = observed and bool(children or requested == 0)
+    for cluster in sorted(children):
+        child = children[cluster]
+        s, reason, msg = _cond_status(child, "Progressing")
+        c = child_counts(child)
+        spec = _int((child.get("spec") or {}).get("replicas"))
+        if s == "False" and reason == "ProgressDeadlineExceeded":
+            timed_out.append(f"{cluster}: {_short(msg)}")
+        done = c["updatedReplicas"] >= spec and c["availableReplicas"] >= spec and c["replicas"] <= spec \
+            and c["updatedReplicas"] == c["replicas"]
+        if not done:
+            complete = False
+        progress.append(f"{cluster} {c['readyReplicas']}/{spec}")
+    if any(cluster not in children for cluster, n in target.items() if n):
+        complete = False
+    if progress_note:
+        complete = False
+    if timed_out:
+        conds.append(("Progressing", "False", "ProgressDeadlineExceeded",
+                      "exceeded its progress deadline in " + "; ".join(timed_out)))
+    elif complete:
+        conds.append(("Progressing", "True", "NewReplicaSetAvailable",
+                      "rolled out in every cluster" + (f": {', '.join(progress)}" if progress else "")))
+    else:
+        msg = "rolling out: " + (", ".join(progress) if progress else "no children yet")
+        if progress_note:
+            msg += f"; {progress_note}"
+        conds.append(("Progressing", "True", "ReplicaSetUpdated", msg))
+
+    # ReplicaFailure: the children's own, then placement problems
+    failures = []
+    for cluster in sorted(children):
+        s, reason, msg = _cond_status(children[cluster], "ReplicaFailure")
+        if s == "True":
+            failures.append(("FailedCreate" if not reason else reason, f"{cluster}: {_short(msg)}"))
+    allp = list(problems) + failures
+    if allp:
+        reason = allp[0][0]
+        conds.append(("ReplicaFailure", "True", reason, "; ".join(m for _, m in allp)))
+
+    conds.append(("Placement", *placement))
+    status["conditions"] = [merge_condition(prev_conds.get(t), t, s, r, m, now) for t, s, r, m in conds]
+    return status

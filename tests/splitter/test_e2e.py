@@ -1,0 +1,137 @@
+"""End to end with real processes: a hub running the Cluster controller (with its Syncers) and the
+splitter, and simulated physical clusters (``fleetplane cluster simulate``: nodes, Deployment and
+ReplicaSet controllers, scheduler, kubelets). Nothing is written by hand but Clusters and
+Deployments: ClusterProfiles come from the Cluster controller, child status from the clusters.
+
+The hub learns Deployments from the clusters: the Syncers import ``deployments.apps`` as a CRD."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ..fleet.conftest import PhysicalCluster
+from ..harness import wait_for
+from .conftest import SplitHub
+from .fixtures import Fleet, deployment
+
+
+class World:
+    def __init__(self, hub: SplitHub, tmp: Path) -> None:
+        self.hub = hub
+        self.tmp = tmp
+        self.fleet = Fleet(hub, tmp, crd=False)  # the Syncers import the type
+        self.clusters: dict[str, PhysicalCluster] = {}
+
+    def join(self, name: str, nodes: int = 2) -> PhysicalCluster:
+        c = PhysicalCluster(self.tmp / name, name, nodes=nodes).start()
+        self.clusters[name] = c
+        self.fleet.apply({"apiVersion": "cluster.example.dev/v1alpha1", "kind": "Cluster",
+                          "metadata": {"name": name, "namespace": "default"},
+                          "spec": {"kubeconfig": c.kubeconfig_text(), "resources": ["deployments.apps"],
+                                   "location": "eu"}})
+        wait_for(lambda: name in self.healthy(), 30, interval=0.1, what=f"ClusterProfile {name} healthy")
+        return c
+
+    def healthy(self) -> set[str]:
+        items = self.fleet.api("GET", "/apis/multicluster.x-k8s.io/v1alpha1/clusterprofiles")[1]["items"]
+        return {p["metadata"]["name"] for p in items
+                if any(c["type"] == "ControlPlaneHealthy" and c["status"] == "True"
+                       for c in (p.get("status") or {}).get("conditions") or [])}
+
+    def status(self, name: str) -> dict:
+        return (self.fleet.get(name) or {}).get("status") or {}
+
+    def wait_ready(self, name: str, n: int, timeout: float = 40) -> dict:
+        return wait_for(lambda: (s := self.status(name)).get("readyReplicas") == n and s.get("availableReplicas") == n
+                        and s.get("replicas") == n and s, timeout, interval=0.2,
+                        what=f"{name} {n}/{n} ready (now {self.status(name)}, split {self.fleet.split(name)})")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("e2e")
+    hub = SplitHub(tmp / "hub", extra=["--cluster-controller"]).start()
+    w = World(hub, tmp)
+    try:
+        w.join("east")
+        w.join("west")
+        yield w
+    finally:
+        for c in w.clusters.values():
+            c.stop(signal.SIGTERM)
+        hub.stop()
+
+
+def test_fifteen_replicas_over_two_clusters(world: World) -> None:
+    f = world.fleet
+    f.apply(deployment("web", 15))
+    f.wait_split("web", {"east": 7, "west": 8})
+    world.wait_ready("web", 15)
+    rows = {r.split()[0]: r.split()[1] for r in f.kubectl("get", "deployments").out.splitlines()[1:]}
+    assert rows == {"web": "15/15", "web--east": "7/7", "web--west": "8/8"}
+    out = f.kubectl("rollout", "status", "deployment/web", "--timeout=30s").out
+    assert 'deployment "web" successfully rolled out' in out
+    # the replicas run in the clusters
+    for name, n in (("east", 7), ("west", 8)):
+        pods = world.clusters[name].kubectl()("get", "pods", "-n", "default", "-l", "app=web", "-o", "name").out.split()
+        assert len(pods) == n
+    # scale up and down: only the difference moves
+    f.kubectl("scale", "deployment/web", "--replicas=20")
+    f.wait_split("web", {"east": 10, "west": 10})
+    world.wait_ready("web", 20)
+    f.kubectl("scale", "deployment/web", "--replicas=5")
+    f.wait_split("web", {"east": 2, "west": 3})
+    world.wait_ready("web", 5)
+    f.kubectl("rollout", "status", "deployment/web", "--timeout=30s")
+
+
+def test_a_third_cluster_joins_then_is_killed_mid_rollout(world: World) -> None:
+    f = world.fleet
+    f.apply(deployment("app", 15))
+    f.wait_split("app", {"east": 7, "west": 8})
+    world.wait_ready("app", 15)
+    floor = {"min": 15}
+    stop = threading.Event()
+
+    def watch_availability() -> None:  # nothing serving goes before its replacement
+        while not stop.is_set():
+            s = world.status("app")
+            if s.get("availableReplicas") is not None:
+                floor["min"] = min(floor["min"], s["availableReplicas"])
+            time.sleep(0.05)
+
+    t = threading.Thread(target=watch_availability, daemon=True)
+    t.start()
+    try:
+        world.join("north")
+        f.wait_split("app", {"east": 5, "west": 5, "north": 5}, timeout=40)
+        world.wait_ready("app", 15)
+    finally:
+        stop.set()
+        t.join()
+    assert floor["min"] >= 15, floor
+    # a rollout starts, and north dies in the middle of it
+    # (kubectl set image sends a strategic merge patch, which the hub refuses for CRDs, as kube does)
+    f.kubectl("patch", "deployment/app", "--type=json", "-p",
+              '[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.28"}]')
+    world.clusters["north"].stop(signal.SIGKILL)
+    wait_for(lambda: "north" not in world.healthy(), 20, interval=0.1, what="north unhealthy")
+    # after the grace period its replicas move to the clusters that are left
+    f.wait_split("app", {"east": 7, "west": 8}, timeout=40)
+    world.wait_ready("app", 15)
+    images = {k["spec"]["template"]["spec"]["containers"][0]["image"] for k in f.children("app").values()}
+    assert images == {"nginx:1.28"}
+    out = subprocess.run([f.kubectl.binary, "--kubeconfig", str(f.kubeconfig), "-n", "default", "rollout", "status",
+                          "deployment/app", "--timeout=40s"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    reasons = [(e["reason"], e["message"]) for e in f.events("app")]
+    assert any(r == "Rebalancing" for r, _ in reasons), reasons
+    d = f.decision("app")
+    assert "north" in d.get("filtered", {}) and d["filtered"]["north"].startswith("unhealthy since")
