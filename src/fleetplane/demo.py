@@ -125,6 +125,13 @@ class Demo:
             print(textwrap.indent(text, "  ") + "\n")
         return text
 
+    def fleetplane(self, *args: str) -> None:
+        print("$ fleetplane " + " ".join(args))
+        out = subprocess.run([sys.executable, "-m", "fleetplane.cli.main", *args,
+                              "--kubeconfig", str(self.hub_dir / "admin.kubeconfig")],
+                             text=True, capture_output=True, env=self.env, timeout=60)
+        print(textwrap.indent((out.stdout + out.stderr).rstrip(), "  ") + "\n")
+
     def attach(self, name: str, location: str, kubeconfig: Path) -> None:
         cluster = (f"apiVersion: cluster.example.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n"
                    f"spec:\n  location: {location}\n  kubeconfig: |\n" + textwrap.indent(kubeconfig.read_text(), "    "))
@@ -182,6 +189,8 @@ def main() -> int:
         demo.k("create", "-f", "-", stdin=DEPLOYMENT, show="create -f deployment.yaml")
         demo.watch_deployments(lambda t: _ready(t, "my-deployment") == "15/15" and t.count("my-deployment--") == 2,
                                DEADLINE - (time.monotonic() - demo.started))
+        demo.k("rollout", "status", "deployment/my-deployment", "--timeout=20s")
+        demo.fleetplane("placement", "explain", "deployment/my-deployment", "-n", "default")
         name, location = CLUSTERS[2]
         print("# a third cluster joins: the splitter re-balances (make-before-break)")
         demo.attach(name, location, demo.start_cluster(name))
