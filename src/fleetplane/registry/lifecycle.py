@@ -52,10 +52,21 @@ class Lifecycle:
                     self._index(o, None)
                     self._check(o)
         self._task = asyncio.create_task(self._run(), name="lifecycle")
+        self._resync_task = asyncio.create_task(self._resync(), name="lifecycle-resync")
 
     async def close(self) -> None:
-        if self._task:
-            self._task.cancel()
+        for task in (self._task, getattr(self, "_resync_task", None)):
+            if task:
+                task.cancel()
+
+    async def _resync(self, every: float = 5.0) -> None:
+        """Look again at everything being deleted that waits on us, as controllers resync: a
+        trigger lost to a crash or a race costs seconds, not a namespace stuck Terminating."""
+        while True:
+            await asyncio.sleep(every)
+            for prefix in (NAMESPACE_PREFIX, CRD_PREFIX, CLUSTER_PREFIX):
+                for o in list(self.registry.cache.resource(prefix).objects(None, None)):
+                    self._check(o)
 
     # -- feeding --------------------------------------------------------------------------
 
