@@ -133,5 +133,5 @@ def test_a_third_cluster_joins_then_is_killed_mid_rollout(world: World) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     reasons = [(e["reason"], e["message"]) for e in f.events("app")]
     assert any(r == "Rebalancing" for r, _ in reasons), reasons
-    d = f.decision("app")
+    d = wait_for(lambda: "north" in f.decision("app").get("filtered", {}) and f.decision("app"), 10, what="decision")
     assert "north" in d.get("filtered", {}) and d["filtered"]["north"].startswith("unhealthy since")

@@ -153,7 +153,7 @@ def test_an_unhealthy_cluster_loses_its_replicas_after_the_grace_period(fleet: F
     f.profile("west", healthy=False, reason="Unreachable")
     # after the grace period: east grows first; west's (stale, still "available") child stays meanwhile
     f.wait_split("web", {"east": 10, "west": 5})
-    d = f.decision("web")
+    d = wait_for(lambda: "west" in f.decision("web").get("filtered", {}) and f.decision("web"), 10, what="decision")
     assert d["filtered"]["west"].startswith("unhealthy since") and "Unreachable" in d["filtered"]["west"]
     f.set_child_status(f.children("web")["east"], 10)
     f.wait_split("web", {"east": 10})
@@ -269,9 +269,14 @@ def test_replicas_that_stay_unschedulable_move(fleet: Fleet) -> None:
     events = wait_for(lambda: [m for r, m in reasons(f, "web") if r == "Unschedulable"], 10, what="Unschedulable event")
     assert re.match(r"east: 3 of 5 replicas unavailable for \d+s: 0/3 nodes are available: 3 Insufficient cpu\.; "
                     r"moving up to 3 replicas to other clusters$", events[0]), events
-    assert f.decision("web")["limits"]["east"]["max"] == 2
+    assert wait_for(lambda: f.decision("web").get("limits"), 10, what="limits")["east"]["max"] == 2
     wait_status(f, "web", availableReplicas=10)
     assert "ReplicaFailure" not in f.conditions("web")
+    # east is full for everyone for now: a new Deployment does not grow there
+    f.apply(deployment("other", 4))
+    f.wait_split("other", {"west": 4})
+    full = wait_for(lambda: f.decision("other").get("full"), 10, what="the decision annotation")
+    assert "default/web has replicas that stay unschedulable there" in full["east"]
     # nowhere else to go: the replicas stay and the parent says so
     k = f.children("web")["west"]
     k["metadata"]["annotations"]["placement.fleetplane.io/unschedulable"] = json.dumps(

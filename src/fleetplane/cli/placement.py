@@ -146,6 +146,10 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
             limits[c] = Limit(int(lim["max"]), float(lim["since"]), str(lim.get("message") or ""))
         except (KeyError, TypeError, ValueError):
             continue
+    for c, msg in (recorded.get("full") or {}).items():  # clusters other workloads found full
+        if c not in limits:
+            current_c = int(((children.get(c) or {}).get("spec") or {}).get("replicas") or 0)
+            limits[c] = Limit(current_c, time.time(), str(msg))
     defaults = SplitterOptions()
     used = recorded.get("options") or {}  # the splitter's own settings, as it recorded them
     opts = Options(unhealthy_grace if unhealthy_grace is not None else float(used.get("unhealthyGrace", defaults.unhealthy_grace)),

@@ -204,6 +204,9 @@ class Splitter:
         self.children: dict[ParentKey, dict[str, Key]] = {}  # parent -> cluster -> child key
         self._child_owner: dict[Key, ParentKey] = {}
         self.state: dict[ParentKey, _Parent] = {}
+        #: (logical cluster, cluster) -> parents whose replicas stay unschedulable there: the cluster is
+        #: full, so no parent grows there (a soft limit at what it runs) while it lasts
+        self.full: dict[tuple[str, str], dict[ParentKey, str]] = {}
         self.reconciles = 0
         self.writes = 0
         self.ready = asyncio.Event()
@@ -312,18 +315,46 @@ class Splitter:
                          for r in _md(obj).get("ownerReferences") or ())
         if new is None or LABEL_CLUSTER in labels or controlled:
             self.parents.get(lc, set()).discard(pk)
-            self.state.pop(pk, None)
+            self.forget(pk)
             return
         self.parents.setdefault(lc, set()).add(pk)
         if old is None or self._relevant(old) != self._relevant(new):
             self.queue.add(pk)
+
+    def forget(self, pk: ParentKey) -> None:
+        self.state.pop(pk, None)
+        self.note_full(pk, {})
+
+    def note_full(self, pk: ParentKey, limits: Mapping[str, Limit]) -> None:
+        """Record where ``pk``'s replicas stay unschedulable (its limits)."""
+        lc = pk[1]
+        for key in [k for k, parents in self.full.items() if k[0] == lc and pk in parents]:
+            if key[1] not in limits:
+                del self.full[key][pk]
+                if not self.full[key]:
+                    del self.full[key]
+        for c, lim in limits.items():
+            self.full.setdefault((lc, c), {})[pk] = lim.message
+
+    def full_limits(self, pk: ParentKey, current: Mapping[str, int], now: float) -> dict[str, Limit]:
+        """Soft limits (at what runs there) on the clusters other parents found full."""
+        out = {}
+        for (lc, c), parents in self.full.items():
+            if lc != pk[1]:
+                continue
+            others = [(k, m) for k, m in parents.items() if k != pk]
+            if others:
+                (_, _, ns, name), msg = others[0]
+                out[c] = Limit(max(0, current.get(c, 0)), now,
+                               f"full: {ns}/{name} has replicas that stay unschedulable there ({msg})")
+        return out
 
     def _on_cds(self, key: Key, old: dict | None, new: dict | None) -> None:
         lc, ns, name = key
         pk: ParentKey = (CDS_KIND, lc, ns, name)
         if new is None:
             self.parents.get(lc, set()).discard(pk)
-            self.state.pop(pk, None)
+            self.forget(pk)
             return
         self.parents.setdefault(lc, set()).add(pk)
         if old is None or self._relevant(old) != self._relevant(new):
@@ -380,7 +411,7 @@ class Splitter:
                 LABEL_CLUSTER in (md.get("labels") or {})
                 or any(r.get("controller") and r.get("kind") in ("Deployment", CDS_KIND)
                        for r in md.get("ownerReferences") or ()))):
-            self.state.pop(key, None)
+            self.forget(key)
             return
         s = self.state.get(key)
         if s is None or s.uid != md.get("uid"):
@@ -441,6 +472,7 @@ class _Reconcile:
         self.requeue: list[float] = []
         self.problems: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        self.full: dict[str, Limit] = {}
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -480,7 +512,10 @@ class _Reconcile:
                 s.prepared, s.prepared_key = Prepared(policy, fleet.infos, requests), pkey
             else:
                 s.prepared.refresh(fleet.infos)
-            decision = decide(requested, policy, current=current, limits=s.limits, now=self.now,
+            sp.note_full(self.key, s.limits)
+            self.full = sp.full_limits(self.key, current, self.now)
+            limits = {**self.full, **s.limits}
+            decision = decide(requested, policy, current=current, limits=limits, now=self.now,
                               options=Options(self.opts.unhealthy_grace, self.opts.join_grace),
                               prepared=s.prepared, seed=f"{self.ns}/{self.name}")
             if decision.recheck_at is not None:
@@ -826,6 +861,9 @@ class _Reconcile:
         if self.s.limits:
             doc["limits"] = {c: {"max": lim.max, "since": round(lim.since, 3), "message": lim.message}
                              for c, lim in sorted(self.s.limits.items())}
+        full = {c: lim.message for c, lim in self.full.items() if c not in self.s.limits}
+        if full:
+            doc["full"] = full
         if not p.settled:
             doc["waiting"] = self._progress_note(p)
         doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace}

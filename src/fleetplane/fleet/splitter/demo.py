@@ -109,10 +109,10 @@ class Demo:
         self._wait_ready("hub")
         self.kubeconfig = self.dir / "hub" / "admin.kubeconfig"
 
-    def start_cluster(self, name: str) -> None:
+    def start_cluster(self, name: str, nodes: int = 2) -> None:
         self.ports[name] = _free_port()
         self._spawn(name, ["--serve-sim", name, str(self.dir / name), str(self.ports[name]),
-                           "--kubelet-delay", self.kubelet_delay])
+                           "--kubelet-delay", self.kubelet_delay, "--nodes", str(nodes)])
         self._wait_ready(name)
 
     def kill(self, name: str) -> None:
@@ -289,12 +289,12 @@ def serve_hub(data_dir: Path, port: int, grace: float) -> None:
                     splitter(unhealthy_grace=grace, join_grace=min(grace, 3.0), unschedulable_grace=30.0)])
 
 
-def serve_sim(name: str, data_dir: Path, port: int, kubelet_delay: float) -> None:
+def serve_sim(name: str, data_dir: Path, port: int, kubelet_delay: float, nodes: int = 2) -> None:
     from ...logs import configure_logging
     from ...sim.run import SimOptions, run
 
     configure_logging("info", "console")
-    run(SimOptions(name=name, data_dir=data_dir, port=port, nodes=2, kubelet_delay=kubelet_delay))
+    run(SimOptions(name=name, data_dir=data_dir, port=port, nodes=nodes, kubelet_delay=kubelet_delay))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,12 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--serve-sim", nargs=3, metavar=("NAME", "DIR", "PORT"), help=argparse.SUPPRESS)
     p.add_argument("--grace", type=float, default=5.0, help=argparse.SUPPRESS)
     p.add_argument("--kubelet-delay", type=float, default=1.0, help=argparse.SUPPRESS)
+    p.add_argument("--nodes", type=int, default=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve_hub:
         serve_hub(Path(args.serve_hub[0]), int(args.serve_hub[1]), args.grace)
         return 0
     if args.serve_sim:
-        serve_sim(args.serve_sim[0], Path(args.serve_sim[1]), int(args.serve_sim[2]), args.kubelet_delay)
+        serve_sim(args.serve_sim[0], Path(args.serve_sim[1]), int(args.serve_sim[2]), args.kubelet_delay, args.nodes)
         return 0
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fleetplane-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
