@@ -133,7 +133,7 @@ class SplitterOptions:
     unschedulable_grace: float = 60.0
     #: how long such a limit lasts before the cluster is tried again
     limit_ttl: float = 600.0
-    workers: int = 8
+    workers: int = 16
     #: read ClusterProfiles of this namespace only (None: any namespace of the logical cluster)
     profile_namespace: str | None = None
     #: also run the ClusterDaemonSet controller
@@ -649,73 +649,80 @@ class _Reconcile:
         return labels, ann
 
     async def _apply(self, children: dict[str, dict], p: Any, template: Any) -> dict[str, dict]:
-        hub, sp = self.sp.hub, self.sp
+        """Deletes, creates and updates, one request per child, all at once (they are independent)."""
         spec_hash = self.spec_hash()
         out = dict(children)
         path = _path(self.lc, *DEPLOYMENTS[:2], DEPLOYMENTS[2], self.ns)
-        for cluster in sorted(p.delete):
-            child = children[cluster]
-            cmd = _md(child)
-            await hub.delete(f"{path}/{cmd['name']}", uid=cmd.get("uid"))
-            sp.writes += 1
-            out.pop(cluster, None)
-            self.sp.events.event(self.parent, "Normal", "SuccessfulDelete",
-                                 f"Deleted {cmd['name']} from cluster {cluster}")
-        for cluster, replicas in sorted(p.replicas.items()):
-            child = children.get(cluster)
-            labels, ann = self._child_meta(cluster, spec_hash)
-            spec = self._desired_spec(replicas)
-            if child is None:
-                body = {"apiVersion": "apps/v1", "kind": "Deployment",
-                        "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
-                                     "labels": labels, "annotations": ann, "ownerReferences": [self._owner_ref()]},
-                        "spec": spec}
-                try:
-                    created = await hub.create(path, body, FIELD_MANAGER)
-                except ApiError as err:
-                    if err.status == 409:  # a namesake appeared (or is still being deleted): next time
-                        self.requeue.append(self.now + 1.0)
-                        continue
-                    if err.status == 404 and "namespace" not in err.message.lower():
-                        self.problems.append(("PlacementFailed", f"Deployments are not served in logical cluster "
-                                                                 f"{self.lc} yet (no cluster has offered the type): "
-                                                                 f"{err.message}"))
-                        continue
-                    raise
-                sp.writes += 1
-                out[cluster] = created
-                sp.remember_child(created)
-                self.sp.events.event(self.parent, "Normal", "SuccessfulCreate",
-                                     f"Created {body['metadata']['name']} with {replicas} replicas in cluster {cluster}")
-                continue
-            cmd = _md(child)
-            old_replicas = _int((child.get("spec") or {}).get("replicas"))
-            cur_ann = cmd.get("annotations") or {}
-            cur_labels = cmd.get("labels") or {}
-            refs = cmd.get("ownerReferences") or []
-            if (old_replicas == replicas and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
-                    and all(cur_labels.get(k) == v for k, v in labels.items())
-                    and all(cur_ann.get(k) == v for k, v in ann.items())):
-                continue
-            new = json.loads(json.dumps(child))
-            nmd = new["metadata"]
-            nmd["labels"] = {**cur_labels, **labels}
-            nmd["annotations"] = {**cur_ann, **ann}
-            if not any(r.get("uid") == self.md.get("uid") for r in refs):
-                nmd["ownerReferences"] = [*refs, self._owner_ref()]
-            if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash:
-                new["spec"] = spec
-            else:
-                new.setdefault("spec", {})["replicas"] = replicas
-            new.pop("status", None)
-            updated = await hub.replace(f"{path}/{cmd['name']}", new, FIELD_MANAGER)
-            sp.writes += 1
-            out[cluster] = updated
-            sp.remember_child(updated)
-            if old_replicas != replicas:
-                self.sp.events.event(self.parent, "Normal", "ScalingReplicaSet",
-                                     f"Scaled {cmd['name']} in cluster {cluster} from {old_replicas} to {replicas}")
+        ops = [self._delete(children[c], c, path, out) for c in sorted(p.delete)]
+        ops += [self._write(children.get(c), c, n, spec_hash, path, out) for c, n in sorted(p.replicas.items())]
+        results = await asyncio.gather(*ops, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
         return out
+
+    async def _delete(self, child: dict, cluster: str, path: str, out: dict[str, dict]) -> None:
+        cmd = _md(child)
+        await self.sp.hub.delete(f"{path}/{cmd['name']}", uid=cmd.get("uid"))
+        self.sp.writes += 1
+        out.pop(cluster, None)
+        self.sp.events.event(self.parent, "Normal", "SuccessfulDelete", f"Deleted {cmd['name']} from cluster {cluster}")
+
+    async def _write(self, child: dict | None, cluster: str, replicas: int, spec_hash: str, path: str,
+                     out: dict[str, dict]) -> None:
+        hub, sp = self.sp.hub, self.sp
+        labels, ann = self._child_meta(cluster, spec_hash)
+        spec = self._desired_spec(replicas)
+        if child is None:
+            body = {"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
+                                 "labels": labels, "annotations": ann, "ownerReferences": [self._owner_ref()]},
+                    "spec": spec}
+            try:
+                created = await hub.create(path, body, FIELD_MANAGER)
+            except ApiError as err:
+                if err.status == 409:  # a namesake appeared (or is still being deleted): next time
+                    self.requeue.append(self.now + 1.0)
+                    return
+                if err.status == 404 and "namespace" not in err.message.lower():
+                    self.problems.append(("PlacementFailed", f"Deployments are not served in logical cluster "
+                                                             f"{self.lc} yet (no cluster has offered the type): "
+                                                             f"{err.message}"))
+                    return
+                raise
+            sp.writes += 1
+            out[cluster] = created
+            sp.remember_child(created)
+            sp.events.event(self.parent, "Normal", "SuccessfulCreate",
+                            f"Created {body['metadata']['name']} with {replicas} replicas in cluster {cluster}")
+            return
+        cmd = _md(child)
+        old_replicas = _int((child.get("spec") or {}).get("replicas"))
+        cur_ann = cmd.get("annotations") or {}
+        cur_labels = cmd.get("labels") or {}
+        refs = cmd.get("ownerReferences") or []
+        if (old_replicas == replicas and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
+                and all(cur_labels.get(k) == v for k, v in labels.items())
+                and all(cur_ann.get(k) == v for k, v in ann.items())):
+            return
+        new = json.loads(json.dumps(child))
+        nmd = new["metadata"]
+        nmd["labels"] = {**cur_labels, **labels}
+        nmd["annotations"] = {**cur_ann, **ann}
+        if not any(r.get("uid") == self.md.get("uid") for r in refs):
+            nmd["ownerReferences"] = [*refs, self._owner_ref()]
+        if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash:
+            new["spec"] = spec
+        else:
+            new.setdefault("spec", {})["replicas"] = replicas
+        new.pop("status", None)
+        updated = await hub.replace(f"{path}/{cmd['name']}", new, FIELD_MANAGER)
+        sp.writes += 1
+        out[cluster] = updated
+        sp.remember_child(updated)
+        if old_replicas != replicas:
+            sp.events.event(self.parent, "Normal", "ScalingReplicaSet",
+                            f"Scaled {cmd['name']} in cluster {cluster} from {old_replicas} to {replicas}")
 
     # -- status ---------------------------------------------------------------------------------
 
