@@ -198,3 +198,34 @@ def test_retain_rules_and_hpa_targets():
     w = SimpleNamespace(st=SimpleNamespace(down=SimpleNamespace(kind="Deployment", group="apps")))
     assert ObjectSync._hpa_targets(fake, w, {"metadata": {"namespace": "demo", "name": "web"}})
     assert not ObjectSync._hpa_targets(fake, w, {"metadata": {"namespace": "other", "name": "web"}})
+
+
+def test_a_newer_watch_event_is_not_hidden_by_our_older_write():
+    """The cluster's controller writes status right after our apply; its watch event can arrive
+    before our apply's response is recorded. A reconcile must then see the newer status (it
+    used to see our older write for 5 s, and with no later event the status never went up)."""
+    from fleetplane.fleet.syncer.objectsync import TypeWorker
+
+    def obj(rv: int, ready: int | None = None) -> dict:
+        o: dict = {"metadata": {"namespace": "ns", "name": "web", "resourceVersion": str(rv)}}
+        if ready is not None:
+            o["status"] = {"readyReplicas": ready}
+        return o
+
+    w = TypeWorker.__new__(TypeWorker)
+    w.written_hub, w.written_down = {}, {}
+    w.hub_inf = SimpleNamespace(cache={})
+    w.down_inf = SimpleNamespace(cache={})
+    k = ("ns", "web")
+    # watch: the controller's status update (rv 11) lands in the cache first ...
+    w.down_inf.cache[k] = obj(11, ready=3)
+    TypeWorker._settle(w.written_down, k, w.down_inf.cache[k])
+    # ... then our apply's response (rv 10) is recorded
+    w.wrote(obj(10), hub=False)
+    assert w.current(k, hub=False)["status"] == {"readyReplicas": 3}
+    # the usual order: our write is newer than the cache until the watch catches up
+    w.wrote(obj(12, ready=1), hub=False)
+    assert w.current(k, hub=False)["metadata"]["resourceVersion"] == "12"
+    w.down_inf.cache[k] = obj(12, ready=1)
+    assert w.current(k, hub=False) is w.down_inf.cache[k]
+    assert w.current(("ns", "other"), hub=True) is None

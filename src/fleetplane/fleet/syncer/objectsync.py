@@ -225,11 +225,19 @@ class TypeWorker:
         self.written_down: dict[Key, tuple[dict, float]] = {}
 
     def current(self, k: Key, hub: bool) -> dict | None:
+        """The newest version we know of: the informer's, or our own write's while the informer
+        has not caught up with it. The watch event of a later change (the cluster's controller
+        writing status) can arrive before our write's response does; the newer one wins, or that
+        change would be hidden until the next event, which may never come."""
         memo, inf = (self.written_hub, self.hub_inf) if hub else (self.written_down, self.down_inf)
+        cached = inf.cache.get(k)
         mine = memo.get(k)
-        if mine is not None and time.monotonic() - mine[1] < MEMO_TTL:
-            return mine[0]
-        return inf.cache.get(k)
+        if mine is None or time.monotonic() - mine[1] >= MEMO_TTL:
+            return cached
+        if cached is not None and (_rv(cached) or 0) >= (_rv(mine[0]) or 0):
+            memo.pop(k, None)
+            return cached
+        return mine[0]
 
     def wrote(self, obj: dict, hub: bool) -> None:
         if _rv(obj) is not None:
