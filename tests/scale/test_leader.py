@@ -166,3 +166,27 @@ async def test_leading_body_is_cancelled_when_the_lease_is_taken(hubs):
         assert stopped_at - stolen_at[0] < 1  # at the next renewal, not at the end of a deadline
         # and it cannot take the Lease back while the thief's duration runs
         assert not await elector.try_acquire_or_renew()
+
+
+async def test_a_leader_stalled_past_its_renew_deadline_keeps_a_lease_nobody_took(hubs):
+    """Controllers inside the hub share its event loop; when the process stalls past the renew
+    deadline (but within the Lease) and nobody took the Lease, the next renewal keeps it instead
+    of restarting the controller; a Lease taken meanwhile is still lost."""
+    from kubernetes_asyncio import client, config
+
+    from fleetplane.fleet.leader import LeaderElectionConfig, LeaderElector
+
+    a, _ = hubs
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(a.kubeconfig), client_configuration=cfg)
+    async with client.ApiClient(cfg) as api:
+        elector = LeaderElector(api, LeaderElectionConfig("stall-" + uuid.uuid4().hex[:6], identity="me",
+                                                          lease_duration=4.0, renew_deadline=1.0, retry_period=0.2))
+        async with elector.leading():
+            await asyncio.sleep(0.5)  # renewing
+            time.sleep(1.8)  # the whole event loop is stuck: past the renew deadline, inside the Lease
+            await asyncio.sleep(1.0)  # the renewer runs again
+            assert elector.is_leader
+            path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{elector.config.name}"
+            code, lease = await asyncio.to_thread(a.json, "GET", path)
+            assert code == 200 and lease["spec"]["holderIdentity"] == "me"

@@ -174,7 +174,9 @@ class LeaderElector:
         """Return once this candidate holds the Lease."""
         cfg = self.config
         while True:
-            if await self._attempt(cfg.retry_period):
+            # not bounded by retry_period (neither is client-go's): a hub answering slowly under
+            # load must not keep a candidate from ever acquiring a free Lease
+            if await self._attempt(cfg.renew_deadline):
                 self.is_leader = True
                 return
             wait = cfg.retry_period * (1 + 0.2 * random.random())
@@ -193,6 +195,13 @@ class LeaderElector:
             await asyncio.sleep(cfg.retry_period)
             while True:
                 remaining = last + cfg.renew_deadline - loop.time()
+                if remaining <= 0 and loop.time() - last < cfg.lease_duration \
+                        and await self._attempt(last + cfg.lease_duration - loop.time()):
+                    # the process itself was stalled past the deadline (controllers share the
+                    # hub's event loop): a renewal still inside the lease is safe, since the
+                    # write is guarded by the Lease's resourceVersion, so nobody took it meanwhile
+                    last = loop.time()
+                    break
                 if remaining <= 0:
                     log.warning("%s lost lease %s/%s (not renewed for %.1fs)", cfg.identity, cfg.namespace,
                                 cfg.name, cfg.renew_deadline)
@@ -284,6 +293,13 @@ class LeaderElector:
             self.is_leader = False
 
 
+#: Lease timing for controllers running inside the hub's process: they share its event loop, so
+#: a hub busy with a burst of requests delays their renewals too; losing the Lease restarts a
+#: controller (a full relist, more load). Twice kube's timing; failover between hub replicas
+#: takes up to 30 s instead of 15.
+IN_HUB_TIMING = {"lease_duration": 30.0, "renew_deadline": 20.0, "retry_period": 4.0}
+
+
 async def run_as_leader(name: str, kubeconfig_path: str | Path, work: Callable[[], Awaitable[Any]]) -> None:
     """Run ``work()`` while this process holds the Lease ``name`` in the kubeconfig's logical
     cluster, forever: when leadership is lost, the work is cancelled and candidacy starts again.
@@ -292,6 +308,6 @@ async def run_as_leader(name: str, kubeconfig_path: str | Path, work: Callable[[
 
     api = await config.new_client_from_config(str(kubeconfig_path))
     async with api:
-        elector = LeaderElector(api, LeaderElectionConfig(name))
+        elector = LeaderElector(api, LeaderElectionConfig(name, **IN_HUB_TIMING))
         while True:
             await elector.run(work)
