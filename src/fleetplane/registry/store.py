@@ -111,6 +111,25 @@ class GenericStore:
             rt.strategy.on_read(obj)
         return obj
 
+    def presented(self, rt: ResourceType, co: CachedObject) -> dict:
+        """``present`` for a cached object, memoized on it (the cache never changes an object:
+        a new revision is a new CachedObject). Callers must not change the result."""
+        view = co.view
+        if view is None or view[0] is not rt:
+            obj = self.present(rt, co.obj)
+            if obj is not co.obj and obj == co.obj:
+                obj = co.obj  # nothing changed on read: no second copy to keep
+            view = co.view = [rt, obj, None]
+        return view[1]
+
+    def presented_json(self, rt: ResourceType, co: CachedObject) -> bytes:
+        """The JSON of ``presented``, encoded once per object version."""
+        self.presented(rt, co)
+        view = co.view
+        if view[2] is None:
+            view[2] = orjson.dumps(view[1])
+        return view[2]
+
     @staticmethod
     def encode_for_storage(rt: ResourceType, obj: dict) -> bytes:
         meta = obj["metadata"]
@@ -131,7 +150,7 @@ class GenericStore:
         cur = self.cache.resource(self.prefix(rt)).get(self.key(rt, ctx.cluster, ctx.namespace, name))
         if cur is None:
             raise e.not_found(rt.group, rt.plural, name)
-        return self.present(rt, cur.obj)
+        return self.presented(rt, cur)
 
     def _matcher(self, rt: ResourceType, opts: ListOptions) -> Callable[[CachedObject], bool]:
         labels = opts.label_selector
@@ -151,6 +170,17 @@ class GenericStore:
 
     async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict:
         """A list body; ``ctx.cluster`` "*" lists every logical cluster."""
+        found, meta = await self._select(rt, ctx, opts)
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
+                "items": [self.presented(rt, o) for o in found]}
+
+    async def list_json(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> bytes:
+        """``list`` encoded, from each object's memoized JSON."""
+        found, meta = await self._select(rt, ctx, opts)
+        head = orjson.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
+        return head[:-1] + b',"items":[' + b",".join([self.presented_json(rt, o) for o in found]) + b"]}"
+
+    async def _select(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> tuple[list[CachedObject], dict[str, Any]]:
         if opts.continue_token:
             token_rev, start = decode_continue(opts.continue_token)
             if token_rev < self.cache.resource(self.prefix(rt)).oldest_revision and token_rev < await self.storage.compacted_revision():
@@ -176,8 +206,7 @@ class GenericStore:
             found = found[: opts.limit]
             meta["continue"] = encode_continue(rev, found[-1].key)
             meta["remainingItemCount"] = remaining
-        items = [self.present(rt, o.obj) for o in found]
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
+        return found, meta
 
     def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, list[WatchEvent]]:
         cluster = None if ctx.cluster == "*" else ctx.cluster

@@ -170,12 +170,13 @@ class ResourceHandler:
         if req.param("sendInitialEvents"):
             raise _invalid_list_options([e.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")])
         opts = list_options(req, rt)
-        result = await self.store.list(rt, make_context(req, info, rt), opts)
+        ctx = make_context(req, info, rt)
         if wants_table(req):
+            result = await self.store.list(rt, ctx, opts)
             body = tables.to_table(rt, result["items"], include_object=include_object(req), list_metadata=result["metadata"])
             await respond_json(req, 200, body)
             return
-        await respond(req, 200, orjson.dumps(result))
+        await respond(req, 200, await self.store.list_json(rt, ctx, opts))
 
     async def watch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         opts = list_options(req, rt, watch=True)

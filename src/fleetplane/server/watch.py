@@ -16,7 +16,7 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
-from ..storage.watchcache import WatchEvent
+from ..storage.watchcache import CachedObject, WatchEvent
 from . import metrics, tables
 from .http import Request, end_stream, start_stream, stream_chunk
 
@@ -77,7 +77,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
 
     listener = asyncio.create_task(watch_disconnect())
     try:
-        chunk = [encoder.event("ADDED", o.obj) for o in initial]
+        chunk = [encoder.event("ADDED", o) for o in initial]
         chunk += [encoder.watch_event(ev) for ev in replay]
         if send_initial.lower() == "true" and bookmarks:
             chunk.append(encoder.bookmark(start_rev, initial_end=True))
@@ -136,21 +136,21 @@ class _Encoder:
         self.headers_sent = False
         self.plain = not table and not rt.custom
 
-    def _object_bytes(self, obj: dict) -> bytes:
-        presented = self.store.present(self.rt, obj)
+    def _object_bytes(self, co: CachedObject) -> bytes:
         if self.table:
+            presented = self.store.presented(self.rt, co)
             body = tables.to_table(self.rt, [presented], include_object=self.include_object, no_headers=self.headers_sent)
             self.headers_sent = True
             return orjson.dumps(body)
-        return orjson.dumps(presented)
+        return self.store.presented_json(self.rt, co)
 
-    def event(self, etype: str, obj: dict) -> bytes:
-        return b'{"type":"' + etype.encode() + b'","object":' + self._object_bytes(obj) + b"}\n"
+    def event(self, etype: str, co: CachedObject) -> bytes:
+        return b'{"type":"' + etype.encode() + b'","object":' + self._object_bytes(co) + b"}\n"
 
     def watch_event(self, ev: WatchEvent) -> bytes:
         if self.plain:
             return b'{"type":"' + ev.type.encode() + b'","object":' + ev.encoded() + b"}\n"
-        return self.event(ev.type, ev.cur.obj)
+        return self.event(ev.type, ev.cur)
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
         meta: dict = {"resourceVersion": str(revision)}

@@ -36,6 +36,9 @@ class CachedObject:
     name: str
     revision: int
     obj: dict[str, Any]  # treat as immutable: copy before changing
+    #: the object as a resource type serves it, memoized by the registry (kube's cachingObject):
+    #: reads of one version are presented and encoded once, not once per list, get or watcher
+    view: Any = None
 
 
 @dataclass(slots=True)
