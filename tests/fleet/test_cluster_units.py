@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from fleetplane.fleet import cluster_inventory as inv
-from fleetplane.fleet.cluster_client import Endpoint, KubeconfigError, parse_kubeconfig
 from fleetplane.fleet.cluster_controller import hub_base, synced_condition, type_entries
 from fleetplane.fleet.cluster_probe import ClusterReport
 from fleetplane.fleet.cluster_pull import logical_cluster_of, render_manifests
 from fleetplane.inventory import admit
 from fleetplane.inventory.model import Condition
+from fleetplane.kube.kubeconfig import ApiTarget, KubeconfigError, parse_kubeconfig
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CA_DATA = base64.b64encode(CA.encode()).decode()
@@ -147,7 +147,7 @@ def test_credentials_secret_is_where_the_secret_reader_looks() -> None:
 
 
 def test_manifests() -> None:
-    hub = Endpoint(server="https://hub:6443/clusters/team-a", token="t").to_kubeconfig("hub")
+    hub = ApiTarget(server="https://hub:6443/clusters/team-a", token="t").to_kubeconfig("hub")
     docs = render_manifests(cluster="edge-1", namespace="fleet", logical_cluster="team-a", hub_kubeconfig=hub,
                             resources=["deployments.apps", "pods"])
     dep = docs[-1]
@@ -160,7 +160,7 @@ def test_manifests() -> None:
 def test_profile_status_is_written_within_the_keps_budget() -> None:
     from fleetplane.fleet.cluster_controller import ClusterController
 
-    ctrl = ClusterController(Endpoint(server="http://127.0.0.1:1/clusters/root", token="t").to_kubeconfig())
+    ctrl = ClusterController(ApiTarget(server="http://127.0.0.1:1/clusters/root", token="t").to_kubeconfig())
     w = ctrl.writer("team-a")
     assert (w.rate, w.burst) == (1 / 30, 10) and w.field_manager == "fleetplane-cluster-controller"
     assert ctrl.writer("team-a") is w and ctrl.writer("team-b") is not w  # one per logical cluster

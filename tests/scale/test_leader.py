@@ -184,7 +184,7 @@ async def test_a_leader_stalled_past_its_renew_deadline_keeps_a_lease_nobody_too
                                                           lease_duration=4.0, renew_deadline=1.0, retry_period=0.2))
         async with elector.leading():
             await asyncio.sleep(0.5)  # renewing
-            time.sleep(1.8)  # the whole event loop is stuck: past the renew deadline, inside the Lease
+            time.sleep(1.8)  # noqa: ASYNC251 - the whole event loop is stuck: past the renew deadline, inside the Lease
             await asyncio.sleep(1.0)  # the renewer runs again
             assert elector.is_leader
             path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{elector.config.name}"

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from fleetplane.fleet.syncer import ApiTarget, RetainRule, constants
-from fleetplane.fleet.syncer.informer import WorkQueue
 from fleetplane.fleet.syncer.objectsync import ObjectSync, differences, project
 from fleetplane.fleet.syncer.schema import (
     PERMISSIVE_SCHEMA,
@@ -22,6 +21,7 @@ from fleetplane.fleet.syncer.schema import (
     schema_problems,
     structural_from_openapi,
 )
+from fleetplane.kube.workqueue import WorkQueue
 from fleetplane.registry.schema import validate_structural
 
 DATA = Path(__file__).parents[2] / "src/fleetplane/server/openapi_data/k8s-definitions.json"
@@ -137,7 +137,8 @@ def test_names():
 
 
 def test_api_target_from_kubeconfig(tmp_path):
-    (tmp_path / "ca.crt").write_text("CA PEM")
+    ca = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
+    (tmp_path / "ca.crt").write_text(ca)
     (tmp_path / "token").write_text("s3cr3t\n")
     cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
            "clusters": [{"name": "a", "cluster": {"server": "https://h:6443/clusters/team-a", "certificate-authority": "ca.crt"}},
@@ -150,12 +151,12 @@ def test_api_target_from_kubeconfig(tmp_path):
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(cfg))
     a = ApiTarget.from_kubeconfig(path)
-    assert (a.server, a.ca_data, a.token, a.logical_cluster) == ("https://h:6443/clusters/team-a", "CA PEM", "s3cr3t", "team-a")
+    assert (a.server, a.ca_data, a.token, a.logical_cluster) == ("https://h:6443/clusters/team-a", ca, "s3cr3t", "team-a")
     assert "s3cr3t" not in repr(a)
     assert a.for_logical_cluster("x").server == "https://h:6443/clusters/x"
     b = ApiTarget.from_kubeconfig(str(path), context="b")
     assert (b.insecure, b.client_cert_data, b.client_key_data, b.logical_cluster) == (True, "CERT", "KEY", None)
-    with pytest.raises(ValueError, match="no context"):
+    with pytest.raises(ValueError, match="context 'zzz' not found"):
         ApiTarget.from_kubeconfig(cfg, context="zzz")
     with pytest.raises(ValueError, match="http"):
         ApiTarget(server="h:6443")

@@ -92,13 +92,15 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
         policy_from_dict,
         requests_of,
     )
-    from ..fleet.splitter.client import HubClient
     from ..fleet.splitter.controller import ANNOTATION_DECISION, LABEL_CLUSTER, SplitterOptions
     from ..fleet.splitter.crd import CDS_GROUP, CDS_PLURAL, CDS_VERSION
     from ..inventory import constants as ic
+    from ..kube.client import Client
+    from ..kube.kubeconfig import ApiTarget
 
-    hub = await HubClient.from_kubeconfig(kubeconfig, context=context, user_agent="fleetplane-placement-explain")
-    lc = hub.logical_cluster or "root"
+    target = ApiTarget.from_kubeconfig(kubeconfig, context)
+    lc = target.logical_cluster or "root"
+    hub = Client(target.with_server(target.base), "fleetplane-placement-explain")
     try:
         if kind == "Deployment":
             base = f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments"

@@ -71,7 +71,6 @@ def _common(p: argparse.ArgumentParser, run: bool) -> None:
 def run_manifests(args: argparse.Namespace) -> int:
     import yaml
 
-    from ..fleet.cluster_client import KubeconfigError
     from ..fleet.cluster_pull import (
         DEFAULT_IMAGE,
         DEFAULT_SYNCER_NAMESPACE,
@@ -79,6 +78,7 @@ def run_manifests(args: argparse.Namespace) -> int:
         render_manifests,
     )
     from ..fleet.syncer import DEFAULT_RESOURCES
+    from ..kube.kubeconfig import KubeconfigError
 
     if not args.hub_kubeconfig or not args.cluster:
         print("fleetplane syncer manifests: error: --cluster and --hub-kubeconfig (or $FLEETPLANE_HUB_KUBECONFIG, "
@@ -101,9 +101,10 @@ def _resources(args: argparse.Namespace) -> list[str] | None:
 
 
 def run_syncer(args: argparse.Namespace) -> int:
-    from ..fleet.cluster_client import ClientBuildError, KubeconfigError
     from ..fleet.cluster_controller import run_until_signalled
     from ..fleet.cluster_pull import PullSyncer
+    from ..kube.client import ClientBuildError
+    from ..kube.kubeconfig import KubeconfigError
 
     if not args.hub_kubeconfig or not args.cluster:
         print("fleetplane syncer: error: --cluster and --hub-kubeconfig (or $FLEETPLANE_HUB_KUBECONFIG) are required",

@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .cluster_client import ApiError, RestClient
+from ..kube.client import ApiError, Client
 
 __all__ = ["delete_synced_objects", "release_hub_objects", "type_paths"]
 
@@ -43,19 +43,15 @@ def _constants() -> Any:
     return constants
 
 
-async def delete_synced_objects(client: RestClient, cluster_name: str, logical_cluster: str,
+async def delete_synced_objects(client: Client, cluster_name: str, logical_cluster: str,
                                 types: Iterable[Mapping[str, Any]]) -> int:
     """Delete the objects the Syncer of ``logical_cluster``/``cluster_name`` put into the cluster."""
     C = _constants()
     deleted = 0
     for base, plural in type_paths(types):
-        try:
-            lst = await client.get(f"{base}/{plural}",
-                                   params={"labelSelector": f"{C.MANAGED_LABEL}={C.label_value(logical_cluster)}"})
-        except ApiError as exc:
-            if exc.status == 404:
-                continue  # the cluster does not serve the type (any more)
-            raise
+        lst = await client.get(f"{base}/{plural}", {"labelSelector": f"{C.MANAGED_LABEL}={C.label_value(logical_cluster)}"})
+        if lst is None:
+            continue  # the cluster does not serve the type (any more)
         for item in lst.get("items") or []:
             md = item.get("metadata") or {}
             ann = md.get("annotations") or {}
@@ -66,17 +62,15 @@ async def delete_synced_objects(client: RestClient, cluster_name: str, logical_c
             ns = md.get("namespace")
             path = f"{base}/namespaces/{ns}/{plural}/{md['name']}" if ns else f"{base}/{plural}/{md['name']}"
             try:
-                await client.json("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                                        "propagationPolicy": "Background",
-                                                        "preconditions": {"uid": md.get("uid")}})
-                deleted += 1
+                if await client.delete(path, uid=md.get("uid")):
+                    deleted += 1
             except ApiError as exc:
-                if exc.status not in (404, 409):  # gone, or replaced by someone else's object
+                if exc.status != 409:  # replaced by someone else's object
                     raise
     return deleted
 
 
-async def release_hub_objects(hub: RestClient, logical_cluster: str, cluster_name: str,
+async def release_hub_objects(hub: Client, logical_cluster: str, cluster_name: str,
                               types: Iterable[Mapping[str, Any]]) -> int:
     """Take the Syncer's finalizer and sync state off the hub objects it synced; returns how many."""
     C = _constants()
@@ -84,34 +78,23 @@ async def release_hub_objects(hub: RestClient, logical_cluster: str, cluster_nam
     prefix = f"/clusters/{logical_cluster}"
     released = 0
     for base, plural in type_paths(types):
-        try:
-            lst = await hub.get(f"{prefix}{base}/{plural}", params={"labelSelector": f"{C.CLUSTER_LABEL}={cluster_name}"})
-        except ApiError as exc:
-            if exc.status == 404:
-                continue
-            raise
-        for item in lst.get("items") or []:
+        lst = await hub.get(f"{prefix}{base}/{plural}", {"labelSelector": f"{C.CLUSTER_LABEL}={cluster_name}"})
+        for item in (lst or {}).get("items") or []:
             if await _release(hub, f"{prefix}{base}", plural, item, fin, cluster_name, C):
                 released += 1
     crds = f"{prefix}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     label = C.imported_from_label(cluster_name)
-    try:
-        lst = await hub.get(crds, params={"labelSelector": label})
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-        lst = {}
-    for crd in lst.get("items") or []:
+    lst = await hub.get(crds, {"labelSelector": label})
+    for crd in (lst or {}).get("items") or []:
         try:
-            await hub.json("PATCH", f"{crds}/{crd['metadata']['name']}", body={"metadata": {"labels": {label: None}}},
-                           content_type="application/merge-patch+json")
+            await hub.patch(f"{crds}/{crd['metadata']['name']}", {"metadata": {"labels": {label: None}}})
         except ApiError as exc:
             if exc.status != 404:
                 raise
     return released
 
 
-async def _release(hub: RestClient, base: str, plural: str, obj: dict, fin: str, cluster_name: str, C: Any) -> bool:
+async def _release(hub: Client, base: str, plural: str, obj: dict, fin: str, cluster_name: str, C: Any) -> bool:
     for _ in range(3):
         md = obj.get("metadata") or {}
         fins = list(md.get("finalizers") or [])
@@ -133,7 +116,7 @@ async def _release(hub: RestClient, base: str, plural: str, obj: dict, fin: str,
         ns = md.get("namespace")
         path = f"{base}/namespaces/{ns}/{plural}/{md['name']}" if ns else f"{base}/{plural}/{md['name']}"
         try:
-            await hub.json("PATCH", path, body={"metadata": patch}, content_type="application/merge-patch+json")
+            await hub.patch(path, {"metadata": patch})
             return True
         except ApiError as exc:
             if exc.status == 404:
@@ -141,4 +124,6 @@ async def _release(hub: RestClient, base: str, plural: str, obj: dict, fin: str,
             if exc.status != 409:
                 raise
             obj = await hub.get(path)
+            if obj is None:
+                return False
     return False

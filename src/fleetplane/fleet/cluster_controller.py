@@ -63,18 +63,12 @@ from typing import Any
 from ..inventory import constants as ic
 from ..inventory.model import Condition
 from ..inventory.status import StatusWriter, WriteError
-from ..registry.meta import now_rfc3339
+from ..kube.client import ApiError, Client, ClientBuildError, Unreachable
+from ..kube.events import EventRecorder
+from ..kube.informer import Informer, cluster_key
+from ..kube.kubeconfig import ApiTarget, KubeconfigError, hub_base, parse_kubeconfig
 from . import cluster_inventory as inv
 from .cluster_cleanup import delete_synced_objects, release_hub_objects
-from .cluster_client import (
-    ApiError,
-    ClientBuildError,
-    Endpoint,
-    KubeconfigError,
-    RestClient,
-    Unreachable,
-    parse_kubeconfig,
-)
 from .cluster_crd import (
     CONNECTED,
     FINALIZER,
@@ -93,14 +87,13 @@ from .cluster_crd import (
 from .cluster_probe import ClusterReport, probe_cluster
 
 __all__ = ["ANNOTATION_REPORT", "ANNOTATION_STOPPED", "ANNOTATION_SYNCER_HEALTH", "ClusterController",
-           "MANAGER_NAME", "background", "lease_name", "main", "run_in_hub"]
+           "MANAGER_NAME", "background", "hub_base", "lease_name", "main", "run_in_hub"]
 
 log = logging.getLogger("fleetplane.fleet.cluster")
 
 MANAGER_NAME = "fleetplane"
 FIELD_MANAGER = "fleetplane-cluster-controller"
 COMPONENT = "fleetplane-cluster-controller"
-ANNOTATION_LOGICAL_CLUSTER = "kcp.io/cluster"
 #: On the pull-mode syncer's Lease: its latest :class:`ClusterReport` and SyncerHealth (JSON), and
 #: the uid of the Cluster whose deletion it has carried out.
 ANNOTATION_REPORT = f"{GROUP}/report"
@@ -117,13 +110,6 @@ Cond = tuple[bool | None, str, str]  # (status, reason, message)
 def lease_name(cluster: str) -> str:
     """The Lease a pull-mode syncer renews for Cluster ``cluster`` (in the Cluster's namespace)."""
     return f"syncer-{cluster}"
-
-
-def hub_base(server: str) -> str:
-    """The hub's URL without a ``/clusters/<name>`` suffix (``https://h:6443/clusters/root`` -> ``https://h:6443``)."""
-    server = server.rstrip("/")
-    head, sep, tail = server.rpartition("/clusters/")
-    return head if sep and "/" not in tail else server
 
 
 def parse_time(value: Any) -> float | None:
@@ -193,14 +179,16 @@ def synced_condition(h: Mapping[str, Any]) -> Cond:
     return True, reason, message
 
 
-def api_target(ep: Endpoint) -> Any:
-    """The Syncer's :class:`~fleetplane.fleet.syncer.ApiTarget` for an endpoint."""
-    from .syncer import ApiTarget
-
-    return ApiTarget(server=ep.server, ca_data=ep.ca_pem.decode() if ep.ca_pem else None, token=ep.token,
-               client_cert_data=ep.client_cert_pem.decode() if ep.client_cert_pem else None,
-               client_key_data=ep.client_key_pem.decode() if ep.client_key_pem else None,
-               insecure=ep.insecure, tls_server_name=ep.tls_server_name)
+@contextlib.contextmanager
+def _refusals_ignored() -> Any:
+    """Suppress what the hub refuses (an HTTP error), not its absence: an Unreachable hub fails the
+    reconcile, which is retried, rather than skipping a step of it."""
+    try:
+        yield
+    except Unreachable:
+        raise
+    except ApiError:
+        pass
 
 
 def health_dict(h: Any) -> dict[str, Any]:
@@ -230,10 +218,14 @@ class ClusterController:
                  status_rate: float = ic.STATUS_UPDATE_RATE, status_burst: int = ic.STATUS_UPDATE_BURST,
                  syncer_backoff: tuple[float, float] = (1.0, 30.0), cluster_profiles: bool = True) -> None:
         source = Path(hub_kubeconfig) if isinstance(hub_kubeconfig, (str, Path)) else hub_kubeconfig
-        self.hub_endpoint: Endpoint = parse_kubeconfig(source, context, allow_files=True)
+        self.hub_endpoint: ApiTarget = parse_kubeconfig(source, context, allow_files=True)
         self.base = hub_base(self.hub_endpoint.server)
-        self.hub = RestClient(self.hub_endpoint.with_server(self.base), timeout=request_timeout,
-                              user_agent=COMPONENT)
+        self.hub = Client(self.hub_endpoint.with_server(self.base), COMPONENT, timeout=request_timeout, pool=32)
+        #: Events on Clusters, one per state change: written at once, never aggregated
+        self.recorder = EventRecorder(self.hub, COMPONENT, instance=os.uname().nodename, window=0.0,
+                                      per_logical_cluster=True)
+        self.clusters = Informer(self.hub, f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}", self._on_cluster,
+                                 name="clusters", key=cluster_key)
         self.manager_name = manager_name
         self.probe_interval = probe_interval
         self.details_interval = details_interval
@@ -247,7 +239,7 @@ class ClusterController:
         #: keep ClusterProfiles (False when the hub does not serve them: `fleetplane start --no-cluster-profiles`)
         self.cluster_profiles = cluster_profiles
         self.workers: dict[Key, _Worker] = {}
-        self.synced = asyncio.Event()
+        self.synced = self.clusters.synced
         self._writers: dict[str, StatusWriter] = {}
         self._closed = False
 
@@ -276,7 +268,7 @@ class ClusterController:
     async def run(self) -> None:
         """List and watch Clusters until cancelled; on the way out every Syncer is stopped."""
         try:
-            await self._watch()
+            await self.clusters.run()
         finally:
             await self.close()
 
@@ -303,9 +295,7 @@ class ClusterController:
     async def _apply_profile_status(self, lc: str, ns: str, name: str, status: dict[str, Any]) -> None:
         body = {"apiVersion": ic.API_VERSION, "kind": ic.KIND,
                 "metadata": {"name": name, "namespace": ns}, "status": status}
-        await self.hub.json("PATCH", self.profile_path(lc, ns, name, "/status"), body=body,
-                            params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                            content_type="application/apply-patch+yaml")
+        await self.hub.apply(self.profile_path(lc, ns, name, "/status"), body, FIELD_MANAGER)
 
     def _profile_write_failed(self, lc: str, err: WriteError) -> None:
         log.warning("cluster %s|%s/%s: %s", lc, err.key[0], err.key[1], err)
@@ -314,56 +304,8 @@ class ClusterController:
             w.profile_ok = False  # re-created (or the conflict reported) on the next reconcile
             w.wake.set()
 
-    async def _watch(self) -> None:
-        path = f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"
-        rv: str | None = None
-        delay = 0.2
-        while True:
-            try:
-                if rv is None:
-                    lst = await self.hub.get(path)
-                    rv = str((lst.get("metadata") or {}).get("resourceVersion") or "0")
-                    present = set()
-                    for obj in lst.get("items") or []:
-                        key = self._key(obj)
-                        present.add(key)
-                        self._observe(key, obj)
-                    for key in [k for k in self.workers if k not in present]:
-                        self._observe(key, None)
-                    self.synced.set()
-                    log.info("cluster controller: %d Clusters listed at resourceVersion %s", len(present), rv)
-                async for ev in self.hub.watch(path, {"resourceVersion": rv}):
-                    typ, obj = ev.get("type"), ev.get("object") or {}
-                    if typ == "ERROR":
-                        if obj.get("code") == 410:
-                            rv = None
-                        log.info("cluster controller: watch ended: %s", obj.get("message"))
-                        break
-                    new_rv = (obj.get("metadata") or {}).get("resourceVersion")
-                    if new_rv:
-                        rv = str(new_rv)
-                    if typ == "BOOKMARK":
-                        continue
-                    self._observe(self._key(obj), None if typ == "DELETED" else obj)
-                delay = 0.2
-            except asyncio.CancelledError:
-                raise
-            except ApiError as exc:
-                if exc.status == 410:
-                    rv = None
-                log.warning("cluster controller: listing/watching Clusters failed: %s", exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            except Exception as exc:  # noqa: BLE001 - the hub went away for a moment: retry
-                log.warning("cluster controller: listing/watching Clusters failed: %s", exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-
-    @staticmethod
-    def _key(obj: Mapping[str, Any]) -> Key:
-        md = obj.get("metadata") or {}
-        lc = (md.get("annotations") or {}).get(ANNOTATION_LOGICAL_CLUSTER) or "root"
-        return lc, md.get("namespace") or "default", md.get("name") or ""
+    def _on_cluster(self, key: Key, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self._observe(key, new)
 
     def _observe(self, key: Key, obj: dict[str, Any] | None) -> None:
         w = self.workers.get(key)
@@ -421,9 +363,9 @@ class _Worker:
 
     def _reset_state(self) -> None:
         self.kc_source: tuple[Any, Any] | None = None
-        self.endpoint: Endpoint | None = None
+        self.endpoint: ApiTarget | None = None
         self.endpoint_error: tuple[str, str] | None = None
-        self.client: RestClient | None = None
+        self.client: Client | None = None
         self.report: ClusterReport | None = None
         self.known: ClusterReport | None = None
         self.details_at = 0.0
@@ -472,7 +414,7 @@ class _Worker:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - logged; retried with backoff
-                    log.warning("cluster %s: reconcile failed: %s", self.label, exc, exc_info=not isinstance(exc, (ApiError, Unreachable)))
+                    log.warning("cluster %s: reconcile failed: %s", self.label, exc, exc_info=not isinstance(exc, ApiError))
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, 30.0)
                     continue
@@ -558,7 +500,7 @@ class _Worker:
             self.endpoint_error = ("InvalidKubeConfig", f"spec.kubeconfig: {exc}")
             return
         try:
-            self.client = RestClient(self.endpoint, timeout=self.ctrl.request_timeout, user_agent=COMPONENT)
+            self.client = Client(self.endpoint, COMPONENT, timeout=self.ctrl.request_timeout, pool=32)
         except ClientBuildError as exc:
             self.endpoint_error = ("ErrorCreatingClient", f"cannot create a client for {self.endpoint.server}: {exc}")
             self.endpoint = None
@@ -623,8 +565,8 @@ class _Worker:
             self.syncer_retry_at = time.monotonic() + self.ctrl.syncer_backoff[1]
             return
         try:
-            hub = api_target(self.ctrl.hub_endpoint.with_server(f"{self.ctrl.base}/clusters/{self.lc}"))
-            down = api_target(self.endpoint)  # type: ignore[arg-type]
+            hub = self.ctrl.hub_endpoint.with_server(f"{self.ctrl.base}/clusters/{self.lc}")
+            down = self.endpoint
             kwargs: dict[str, Any] = {}
             if self.ctrl.syncer_poll_interval is not None:
                 kwargs["poll_interval"] = self.ctrl.syncer_poll_interval
@@ -680,12 +622,7 @@ class _Worker:
     # -- pull mode ------------------------------------------------------------------------------
 
     async def _read_lease(self) -> dict[str, Any] | None:
-        try:
-            return await self.ctrl.hub.get(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return await self.ctrl.hub.get(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))
 
     @staticmethod
     def _lease_age(lease: Mapping[str, Any]) -> tuple[float, float]:
@@ -739,14 +676,16 @@ class _Worker:
             return None
         try:
             existing = await hub.get(path)
+        except Unreachable:
+            raise
         except ApiError as exc:
-            if exc.status != 404:
-                return False, "ErrorPublishingProfile", f"reading ClusterProfile {self.ns}/{self.name}: {exc.message}"
-            existing = None
+            return False, "ErrorPublishingProfile", f"reading ClusterProfile {self.ns}/{self.name}: {exc.message}"
         if existing is None:
             try:
-                existing = await hub.json("POST", self.ctrl.profile_path(self.lc, self.ns),
-                                          body=inv.new_profile(obj, self.ctrl.manager_name))
+                existing = await hub.create(self.ctrl.profile_path(self.lc, self.ns),
+                                            inv.new_profile(obj, self.ctrl.manager_name))
+            except Unreachable:
+                raise
             except ApiError as exc:
                 return False, "ErrorPublishingProfile", f"creating ClusterProfile {self.ns}/{self.name}: {exc.message}"
             self.profile_conditions = []
@@ -786,25 +725,20 @@ class _Worker:
     async def _sync_secret(self, obj: dict[str, Any], token: str | None) -> str:
         """Create, update or delete our Secret; a message if a Secret of that name is not ours."""
         hub, path = self.ctrl.hub, self.ctrl.core_path(self.lc, self.ns, "secrets", self.name)
-        try:
-            current = await hub.get(path)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-            current = None
+        current = await hub.get(path)
         if current is not None and not inv.is_ours(current):
             return (f"Secret {self.ns}/{self.name} exists and is not managed by fleetplane: the "
                     f"{self.ctrl.access_provider_name} access provider is not published")
         if token is None:
             if current is not None:
-                with contextlib.suppress(ApiError):
-                    await hub.json("DELETE", path)
+                with _refusals_ignored():
+                    await hub.delete(path)
             return ""
         desired = inv.credentials_secret(obj, token)
         if current is None:
-            await hub.json("POST", self.ctrl.core_path(self.lc, self.ns, "secrets"), body=desired)
+            await hub.create(self.ctrl.core_path(self.lc, self.ns, "secrets"), desired)
         elif (current.get("data") or {}) != desired["data"]:
-            await hub.json("PATCH", path, body={"data": desired["data"]}, content_type="application/merge-patch+json")
+            await hub.patch(path, {"data": desired["data"]})
         return ""
 
     async def _publish(self, obj: dict[str, Any], observed: _Observed) -> Cond:
@@ -815,6 +749,8 @@ class _Worker:
             return problem
         try:
             publishable, note = await self._ensure_secret(obj)
+        except Unreachable:
+            raise
         except ApiError as exc:
             publishable, note = False, f"the credentials Secret cannot be written: {exc.message}"
         providers = []
@@ -881,9 +817,8 @@ class _Worker:
         if status != old:
             patch = {**{k: None for k in old if k not in status}, **status}
             try:
-                updated = await self.ctrl.hub.json(
-                    "PATCH", self.ctrl.cluster_path(self.lc, self.ns, self.name, "/status"), body={"status": patch},
-                    content_type="application/merge-patch+json")
+                updated = await self.ctrl.hub.patch(self.ctrl.cluster_path(self.lc, self.ns, self.name, "/status"),
+                                                    {"status": patch})
             except ApiError as exc:
                 if exc.status == 404:
                     return
@@ -909,32 +844,17 @@ class _Worker:
                 await self._event("Warning", c.reason or c.type or "", c.message or "")
 
     async def _event(self, type_: str, reason: str, message: str) -> None:
-        obj = self.obj
-        if obj is None:
-            return
-        md = obj["metadata"]
-        now = now_rfc3339()
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{self.name}.", "namespace": self.ns},
-            "involvedObject": {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Cluster", "name": self.name,
-                               "namespace": self.ns, "uid": md.get("uid"), "resourceVersion": md.get("resourceVersion")},
-            "reason": reason, "message": message[:1024], "type": type_, "count": 1,
-            "firstTimestamp": now, "lastTimestamp": now, "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT, "reportingInstance": os.uname().nodename,
-        }
-        try:
-            await self.ctrl.hub.json("POST", self.ctrl.core_path(self.lc, self.ns, "events"), body=event)
-        except (ApiError, Unreachable) as exc:
-            log.debug("cluster %s: event %s not recorded: %s", self.label, reason, exc)
+        """An Event on the Cluster, written before the reconcile goes on (best effort)."""
+        if self.obj is not None:
+            ref = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Cluster", "metadata": self.obj["metadata"]}
+            await self.ctrl.recorder.record(ref, type_, reason, message)
 
     async def _patch_finalizers(self, obj: dict[str, Any], finalizers: list[str]) -> dict[str, Any] | None:
         """Set the finalizers, guarded by resourceVersion; None on a conflict (the watch brings the news)."""
         md = obj["metadata"]
         body = {"metadata": {"finalizers": finalizers, "resourceVersion": md.get("resourceVersion")}}
         try:
-            updated = await self.ctrl.hub.json("PATCH", self.ctrl.cluster_path(self.lc, self.ns, self.name), body=body,
-                                               content_type="application/merge-patch+json")
+            updated = await self.ctrl.hub.patch(self.ctrl.cluster_path(self.lc, self.ns, self.name), body)
         except ApiError as exc:
             if exc.status == 409:
                 self.wake.set()
@@ -974,16 +894,16 @@ class _Worker:
         released = await release_hub_objects(hub, self.lc, self.name, (obj.get("status") or {}).get("types") or [])
         if released:
             msg += f"; {released} hub objects released from the Syncer's finalizer"
-        with contextlib.suppress(ApiError):
+        with _refusals_ignored():
             prof = await hub.get(self.ctrl.profile_path(self.lc, self.ns, self.name))
-            if ((prof.get("spec") or {}).get("clusterManager") or {}).get("name") == self.ctrl.manager_name:
-                await hub.json("DELETE", self.ctrl.profile_path(self.lc, self.ns, self.name))
-        with contextlib.suppress(ApiError):
+            if (((prof or {}).get("spec") or {}).get("clusterManager") or {}).get("name") == self.ctrl.manager_name:
+                await hub.delete(self.ctrl.profile_path(self.lc, self.ns, self.name))
+        with _refusals_ignored():
             secret = await hub.get(self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))
-            if inv.is_ours(secret):
-                await hub.json("DELETE", self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))
-        with contextlib.suppress(ApiError):
-            await hub.json("DELETE", self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))
+            if secret is not None and inv.is_ours(secret):
+                await hub.delete(self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))
+        with _refusals_ignored():
+            await hub.delete(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))
         self.ctrl.writer(self.lc).forget(self.ns, self.name)
         await self._event("Normal", "CleanedUp", msg + "; ClusterProfile and credentials removed")
         md = obj["metadata"]
@@ -999,10 +919,9 @@ class _Worker:
         inv.set_condition(conds, READY, False, "CleanupPending", msg, obj["metadata"].get("generation"))
         status = {**(obj.get("status") or {}), "conditions": [c.to_dict() for c in conds]}
         if status != obj.get("status"):
-            with contextlib.suppress(ApiError):
-                updated = await self.ctrl.hub.json(
-                    "PATCH", self.ctrl.cluster_path(self.lc, self.ns, self.name, "/status"),
-                    body={"status": {"conditions": status["conditions"]}}, content_type="application/merge-patch+json")
+            with _refusals_ignored():
+                updated = await self.ctrl.hub.patch(self.ctrl.cluster_path(self.lc, self.ns, self.name, "/status"),
+                                                    {"status": {"conditions": status["conditions"]}})
                 self.set_object(updated)
             await self._event("Warning", "CleanupPending", msg)
 
@@ -1015,7 +934,7 @@ class _Worker:
                            "delete the Cluster without them")
         try:
             deleted = await delete_synced_objects(self.client, self.name, self.lc, (obj.get("status") or {}).get("types") or [])
-        except (ApiError, Unreachable) as exc:
+        except ApiError as exc:
             return False, (f"cannot delete the synced objects: {exc}; retrying (set spec.deletionPolicy to Orphan "
                            "to delete the Cluster without them)")
         if deleted:

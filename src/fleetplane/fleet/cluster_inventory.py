@@ -43,7 +43,7 @@ from ..inventory.model import (
     Property,
 )
 from ..inventory.model import set_condition as _set_condition
-from .cluster_client import Endpoint
+from ..kube.kubeconfig import ApiTarget
 from .cluster_crd import API_VERSION, KIND, LABEL_CLUSTER
 from .cluster_probe import ClusterReport
 
@@ -98,7 +98,7 @@ def is_ours(obj: Mapping[str, Any] | None) -> bool:
     return labels.get(LABEL_MANAGED_BY) == MANAGED_BY
 
 
-def access_provider(endpoint: Endpoint, cluster_name: str, name: str = ACCESS_PROVIDER) -> AccessProvider:
+def access_provider(endpoint: ApiTarget, cluster_name: str, name: str = ACCESS_PROVIDER) -> AccessProvider:
     c = Cluster(server=endpoint.server)
     if endpoint.ca_pem:
         c.set_ca_pem(endpoint.ca_pem)

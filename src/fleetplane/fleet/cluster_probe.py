@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ..kube.client import ApiError, Client, Unreachable
 from ..registry.workloads import parse_quantity
-from .cluster_client import ApiError, RestClient, Unreachable
 
 __all__ = ["ClusterReport", "format_cores", "probe_cluster"]
 
@@ -67,9 +67,9 @@ def _short(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-async def _health(client: RestClient, path: str) -> tuple[int, str]:
-    resp = await client.request("GET", path, params={"verbose": "true"} if path != "/healthz" else None)
-    return resp.status, resp.data.decode("utf-8", "replace")
+async def _health(client: Client, path: str) -> tuple[int, str]:
+    status, data = await client.raw("GET", path, query={"verbose": "true"} if path != "/healthz" else None)
+    return status, data.decode("utf-8", "replace")
 
 
 def _failed_checks(body: str) -> str:
@@ -84,7 +84,7 @@ def _failed_checks(body: str) -> str:
     return ", ".join(failed) if failed else _short(body, 200)
 
 
-async def probe_cluster(client: RestClient, *, details: bool = True, previous: ClusterReport | None = None) -> ClusterReport:
+async def probe_cluster(client: Client, *, details: bool = True, previous: ClusterReport | None = None) -> ClusterReport:
     """Look at the cluster behind ``client``; never raises for the cluster's faults (see the module doc).
 
     Without ``details`` the Node, id and property fields are copied from ``previous``.
@@ -95,12 +95,12 @@ async def probe_cluster(client: RestClient, *, details: bool = True, previous: C
         r.properties = dict(previous.properties)
     try:
         try:
-            version = await client.get("/version")
+            version = await client.request("GET", "/version")
             r.version = version.get("gitVersion") if isinstance(version, dict) else None
         except ApiError as exc:
             if exc.status not in (401, 403):  # some clusters hide /version from anonymous users only
                 raise
-        await client.get("/api")
+        await client.request("GET", "/api")
     except Unreachable as exc:
         r.reason, r.message = exc.reason, exc.message
         r.health_reason, r.health_message = exc.reason, exc.message
@@ -142,9 +142,9 @@ async def probe_cluster(client: RestClient, *, details: bool = True, previous: C
     return r
 
 
-async def _details(client: RestClient, r: ClusterReport) -> None:
+async def _details(client: Client, r: ClusterReport) -> None:
     try:
-        nodes = await client.get("/api/v1/nodes")
+        nodes = await client.request("GET", "/api/v1/nodes")
         cpu = mem = pods = Decimal(0)
         items = nodes.get("items") or []
         for node in items:
@@ -157,19 +157,19 @@ async def _details(client: RestClient, r: ClusterReport) -> None:
                 continue
         r.nodes = len(items)
         r.allocatable = {"cpu": format_cores(cpu), "memory": str(int(mem)), "pods": str(int(pods))}
-    except (ApiError, Unreachable, AttributeError):
+    except (ApiError, AttributeError):
         r.allocatable, r.nodes = None, None  # no Nodes served (or not readable): no capacity properties
     try:
-        ns = await client.get("/api/v1/namespaces/kube-system")
+        ns = await client.request("GET", "/api/v1/namespaces/kube-system")
         r.cluster_id = (ns.get("metadata") or {}).get("uid")
-    except (ApiError, Unreachable, AttributeError):
+    except (ApiError, AttributeError):
         r.cluster_id = None
     try:
-        props = await client.get("/apis/about.k8s.io/v1alpha1/clusterproperties")
+        props = await client.request("GET", "/apis/about.k8s.io/v1alpha1/clusterproperties")
         r.properties = {
             p["metadata"]["name"]: str(p["spec"]["value"])
             for p in props.get("items") or []
             if isinstance(p.get("spec"), dict) and p["spec"].get("value") is not None
         }
-    except (ApiError, Unreachable, AttributeError, KeyError, TypeError):
+    except (ApiError, AttributeError, KeyError, TypeError):
         r.properties = {}

@@ -35,16 +35,15 @@ from typing import Any
 
 import yaml
 
+from ..kube.client import Client
+from ..kube.kubeconfig import hub_base, in_cluster_kubeconfig, parse_kubeconfig
 from .cluster_cleanup import delete_synced_objects
-from .cluster_client import ApiError, RestClient, in_cluster_kubeconfig, parse_kubeconfig
 from .cluster_controller import (
     ANNOTATION_REPORT,
     ANNOTATION_STOPPED,
     ANNOTATION_SYNCER_HEALTH,
     ClusterController,
-    api_target,
     health_dict,
-    hub_base,
     lease_name,
     parse_time,
 )
@@ -167,12 +166,12 @@ class PullSyncer:
         self.lc = logical_cluster_of(hub_ep.server, logical_cluster)
         base = hub_base(hub_ep.server)
         self.hub_target_endpoint = hub_ep.with_server(f"{base}/clusters/{self.lc}")
-        self.hub = RestClient(hub_ep.with_server(base), user_agent=USER_AGENT)
+        self.hub = Client(hub_ep.with_server(base), USER_AGENT, timeout=10.0, pool=32)
         if cluster_kubeconfig:
             self.down_ep = parse_kubeconfig(Path(cluster_kubeconfig), cluster_context, allow_files=True)
         else:
             self.down_ep = parse_kubeconfig(in_cluster_kubeconfig())
-        self.down = RestClient(self.down_ep, user_agent=USER_AGENT)
+        self.down = Client(self.down_ep, USER_AGENT, timeout=10.0, pool=32)
         #: for a Cluster without spec.resources (None: the Syncer's default)
         self.default_resources = list(resources) if resources else None
         self.interval, self.lease_duration = interval, lease_duration
@@ -195,14 +194,6 @@ class PullSyncer:
     def lease_path(self) -> str:
         return ClusterController.lease_path(self.lc, self.ns, lease_name(self.name))
 
-    async def _get(self, path: str) -> dict | None:
-        try:
-            return await self.hub.get(path)
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
     async def run(self) -> None:
         log.info("pull syncer for Cluster %s|%s/%s (downstream %s)", self.lc, self.ns, self.name, self.down_ep.server)
         try:
@@ -221,12 +212,12 @@ class PullSyncer:
 
     async def step(self) -> None:
         """One pass: follow the Cluster, probe the cluster, renew the Lease."""
-        lease = await self._get(self.lease_path)
+        lease = await self.hub.get(self.lease_path)
         if lease is not None and self._held_by_other(lease):
             await self._stop_syncer()
             log.info("pull syncer: the Lease is held by %s; waiting", lease["spec"].get("holderIdentity"))
             return
-        cluster = await self._get(self.cluster_path)
+        cluster = await self.hub.get(self.cluster_path)
         md = (cluster or {}).get("metadata") or {}
         if cluster is None or md.get("deletionTimestamp"):
             await self._stop_syncer()
@@ -274,10 +265,9 @@ class PullSyncer:
                     "metadata": {"name": lease_name(self.name), "namespace": self.ns,
                                  "labels": {LABEL_CLUSTER: self.name}, "annotations": annotations},
                     "spec": spec}
-            await self.hub.json("POST", ClusterController.lease_path(self.lc, self.ns), body=body)
+            await self.hub.create(ClusterController.lease_path(self.lc, self.ns), body)
         else:
-            await self.hub.json("PATCH", self.lease_path, body={"metadata": {"annotations": annotations}, "spec": spec},
-                                content_type="application/merge-patch+json")
+            await self.hub.patch(self.lease_path, {"metadata": {"annotations": annotations}, "spec": spec})
 
     async def _ensure_syncer(self, cluster: dict) -> None:
         spec = cluster.get("spec") or {}
@@ -297,8 +287,7 @@ class PullSyncer:
                 kwargs["poll_interval"] = self.poll_interval
             if resources:
                 kwargs["resources"] = list(resources)
-            self.syncer = Syncer(cluster_name=self.name, hub=api_target(self.hub_target_endpoint),
-                                 downstream=api_target(self.down_ep), **kwargs)
+            self.syncer = Syncer(cluster_name=self.name, hub=self.hub_target_endpoint, downstream=self.down_ep, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported through the Lease, retried
             reason = "SyncerUnavailable" if isinstance(exc, ImportError) else "ErrorStartingSyncer"
             self.syncer_error = {"connected": False, "types_synced": False, "reason": reason,

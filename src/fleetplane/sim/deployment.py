@@ -29,10 +29,11 @@ from typing import Any
 
 import orjson
 
+from ..kube.client import ApiError, Client, api_path
+from ..kube.events import EventRecorder
+from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.workqueue import WorkQueue, run_workers
 from ..registry.workloads import POD_TEMPLATE_HASH, REVISION_ANNOTATION, scaled_value
-from .client import ApiError, Kube
-from .events import EventRecorder
-from .informer import EventHandler, Informer, WorkQueue, object_key, run_workers
 from .util import controller_ref, get_condition, meta, now, owner_ref, parse_time, selector_matches
 
 log = logging.getLogger(__name__)
@@ -208,7 +209,7 @@ def deployment_timed_out(d: dict, status: dict) -> bool:
 
 
 class DeploymentController:
-    def __init__(self, kube: Kube, deployments: Informer, replicasets: Informer, pods: Informer,
+    def __init__(self, kube: Client, deployments: Informer, replicasets: Informer, pods: Informer,
                  recorder: EventRecorder, workers: int = 5) -> None:
         self.kube = kube
         self.deployments = deployments
@@ -216,7 +217,7 @@ class DeploymentController:
         self.pods = pods
         self.recorder = recorder
         self.workers = workers
-        self.queue = WorkQueue("deployment")
+        self.queue = WorkQueue("deployment", base=0.005, cap=60.0)
         deployments.add_handler(_DeploymentHandler(self))
         replicasets.add_handler(_RSHandler(self))
         pods.add_handler(_PodHandler(self))
@@ -251,11 +252,11 @@ class DeploymentController:
 
     async def update_rs(self, rs: dict) -> dict:
         m = meta(rs)
-        return await self.kube.call(self.kube.apps.replace_namespaced_replica_set, m["name"], m["namespace"], rs)
+        return await self.kube.replace(api_path("apps/v1", "replicasets", m["namespace"], m["name"]), rs)
 
     async def update_status(self, d: dict) -> dict:
         m = meta(d)
-        updated = await self.kube.call(self.kube.apps.replace_namespaced_deployment_status, m["name"], m["namespace"], d)
+        updated = await self.kube.replace(api_path("apps/v1", "deployments", m["namespace"], m["name"], "status"), d)
         d["metadata"] = updated["metadata"]
         return updated
 
@@ -441,11 +442,11 @@ class DeploymentController:
         self._set_new_rs_annotations(d, new_rs, new_revision, False)
         already = False
         try:
-            created = await self.kube.call(self.kube.apps.create_namespaced_replica_set, meta(d)["namespace"], new_rs)
+            created = await self.kube.create(api_path("apps/v1", "replicasets", meta(d)["namespace"]), new_rs)
         except ApiError as err:
             if err.status == 409 and err.reason == "AlreadyExists":
                 already = True
-                found = await self.kube.call(self.kube.apps.read_namespaced_replica_set, name, meta(d)["namespace"])
+                found = await self.kube.request("GET", api_path("apps/v1", "replicasets", meta(d)["namespace"], name))
                 ref = controller_ref(found)
                 if ref is not None and ref.get("uid") == meta(d)["uid"] and equal_ignore_hash(
                         (found.get("spec") or {}).get("template") or {}, d["spec"].get("template") or {}):
@@ -712,7 +713,7 @@ class DeploymentController:
                     int(meta(rs).get("generation") or 0) > status_int(rs, "observedGeneration"):
                 continue
             try:
-                await self.kube.call(self.kube.apps.delete_namespaced_replica_set, meta(rs)["name"], meta(rs)["namespace"])
+                await self.kube.request("DELETE", api_path("apps/v1", "replicasets", meta(rs)["namespace"], meta(rs)["name"]))
             except ApiError as err:
                 if err.status != 404:
                     raise
@@ -813,7 +814,7 @@ class DeploymentController:
         after = since + int(d["spec"]["progressDeadlineSeconds"]) - time.time()
         key = object_key(d)
         if after < 1:
-            self.queue.add_rate_limited(key)
+            self.queue.retry(key)
         else:
             self.queue.add_after(key, after + 1)
 

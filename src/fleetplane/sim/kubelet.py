@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .client import MERGE_PATCH, ApiError, Kube
-from .events import EventRecorder
-from .informer import EventHandler, Informer, WorkQueue, object_key, run_workers
+from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
+from ..kube.events import EventRecorder
+from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.workqueue import WorkQueue, run_workers
 from .nodes import NODE_NETWORK, cidr_prefix, node_conditions, node_info, pod_cidr
 from .scheduler import node_allocatable, pod_resource_requests
 from .util import get_condition, meta, now, now_micro, parse_time, pod_is_terminal
@@ -41,6 +42,10 @@ COMPONENT = "kubelet"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
 NODE_STATUS_REPORT = 300.0
+
+
+def _lease_path(name: str = "") -> str:
+    return api_path("coordination.k8s.io/v1", "leases", LEASE_NAMESPACE, name)
 
 
 def normalize_image(image: str) -> str:
@@ -112,7 +117,7 @@ def _cond(ctype: str, status: str, old: dict | None, reason: str = "", message: 
 
 
 class Kubelet:
-    def __init__(self, kube: Kube, pods: Informer, nodes: Informer, recorder: EventRecorder, *,
+    def __init__(self, kube: Client, pods: Informer, nodes: Informer, recorder: EventRecorder, *,
                  delay: float = 1.0, heartbeat_interval: float = 10.0, workers: int = 8,
                  alive: Callable[[], bool] = lambda: True) -> None:
         self.kube = kube
@@ -123,8 +128,8 @@ class Kubelet:
         self.delay = max(delay, 0.0)
         self.heartbeat_interval = heartbeat_interval
         self.workers = workers
-        self.queue = WorkQueue("kubelet")
-        self.node_queue = WorkQueue("kubelet-nodes")
+        self.queue = WorkQueue("kubelet", base=0.005, cap=60.0)
+        self.node_queue = WorkQueue("kubelet-nodes", base=0.005, cap=60.0)
         #: pod uid -> monotonic time its containers started being created (this process)
         self.creating: dict[str, float] = {}
         self.ips: dict[str, NodeIPs] = {}
@@ -347,8 +352,8 @@ class Kubelet:
     async def _patch_status(self, pod: dict, status: dict) -> None:
         m = meta(pod)
         try:
-            await self.kube.call(self.kube.core.patch_namespaced_pod_status, m["name"], m["namespace"],
-                                 {"status": status}, _content_type=MERGE_PATCH)
+            await self.kube.patch(api_path("v1", "pods", m["namespace"], m["name"], "status"), {"status": status},
+                                  MERGE_PATCH)
         except ApiError as err:
             if err.status != 404:
                 raise
@@ -367,8 +372,8 @@ class Kubelet:
             while pod_cidr(i, cidr_prefix(pods)) in taken:
                 i += 1
             cidr = pod_cidr(i, cidr_prefix(pods))
-            await self.kube.call(self.kube.core.patch_node, name, {"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}},
-                                 _content_type=MERGE_PATCH)
+            await self.kube.patch(api_path("v1", "nodes", name=name), {"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}},
+                                  MERGE_PATCH)
         if get_condition(status, "Ready") is None:
             patch: dict[str, Any] = {"conditions": node_conditions(now()), "nodeInfo": status.get("nodeInfo") or node_info(name),
                                      "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}
@@ -381,7 +386,7 @@ class Kubelet:
                 capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
                 patch["capacity"] = capacity
                 patch["allocatable"] = status.get("allocatable") or capacity
-            await self.kube.call(self.kube.core.patch_node_status, name, {"status": patch}, _content_type=MERGE_PATCH)
+            await self.kube.patch(api_path("v1", "nodes", name=name, subresource="status"), {"status": patch}, MERGE_PATCH)
             self.recorder.event({**node, "metadata": {**meta(node), "namespace": ""}}, "Normal", "NodeReady",
                                 f"Node {name} status is now: NodeReady", component=COMPONENT, host=name)
 
@@ -407,7 +412,7 @@ class Kubelet:
         if lease is not None:
             lease["spec"]["renewTime"] = now_micro()
             try:
-                self.leases[name] = await self.kube.call(self.kube.coordination.replace_namespaced_lease, name, LEASE_NAMESPACE, lease)
+                self.leases[name] = await self.kube.replace(_lease_path(name), lease)
                 return
             except ApiError as err:
                 if err.status not in (404, 409):
@@ -418,28 +423,28 @@ class Kubelet:
                              "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta(node)["uid"]}]},
                 "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION, "renewTime": now_micro()}}
         try:
-            self.leases[name] = await self.kube.call(self.kube.coordination.create_namespaced_lease, LEASE_NAMESPACE, body)
+            self.leases[name] = await self.kube.create(_lease_path(), body)
         except ApiError as err:
             if err.status != 409:
                 raise
-            cur = await self.kube.call(self.kube.coordination.read_namespaced_lease, name, LEASE_NAMESPACE)
+            cur = await self.kube.request("GET", _lease_path(name))
             cur["spec"] = body["spec"]
-            self.leases[name] = await self.kube.call(self.kube.coordination.replace_namespaced_lease, name, LEASE_NAMESPACE, cur)
+            self.leases[name] = await self.kube.replace(_lease_path(name), cur)
 
     async def _report_status(self, name: str) -> None:
         node = self.nodes.get(name)
         if node is None or get_condition(node.get("status"), "Ready") is None:
             return
         transitions = {c.get("type"): c.get("lastTransitionTime") for c in (node.get("status") or {}).get("conditions") or []}
-        await self.kube.call(self.kube.core.patch_node_status, name,
-                             {"status": {"conditions": node_conditions(now(), transitions)}}, _content_type=MERGE_PATCH)
+        await self.kube.patch(api_path("v1", "nodes", name=name, subresource="status"),
+                              {"status": {"conditions": node_conditions(now(), transitions)}}, MERGE_PATCH)
 
     async def delete_pods_on(self, node_name: str) -> None:
         """Pod GC: pods bound to a node that no longer exists are deleted."""
         for pod in list(self.pods.by_index("node", node_name)):
             m = meta(pod)
             try:
-                await self.kube.call(self.kube.core.delete_namespaced_pod, m["name"], m["namespace"])
+                await self.kube.request("DELETE", api_path("v1", "pods", m["namespace"], m["name"]))
             except ApiError as err:
                 if err.status != 404:
                     log.info("deleting %s/%s of deleted node %s failed: %s", m["namespace"], m["name"], node_name, err)

@@ -18,8 +18,8 @@ import math
 import uuid
 from dataclasses import dataclass, field
 
+from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
 from ..registry.workloads import canonical_quantity
-from .client import MERGE_PATCH, ApiError, Kube
 from .util import now
 
 log = logging.getLogger(__name__)
@@ -113,9 +113,9 @@ def node_manifest(cluster: str, index: int, shape: NodeShape) -> dict:
     }
 
 
-async def ensure_nodes(kube: Kube, cluster: str, count: int, shape: NodeShape) -> list[str]:
+async def ensure_nodes(kube: Client, cluster: str, count: int, shape: NodeShape) -> list[str]:
     """Create or reconcile ``<cluster>-node-0`` .. ``-<count-1>``; delete simulated nodes beyond."""
-    existing = await kube.call(kube.core.list_node)
+    existing = await kube.request("GET", "/api/v1/nodes")
     have = {(n.get("metadata") or {}).get("name"): n for n in existing.get("items") or []}
     names = []
     for i in range(count):
@@ -125,20 +125,20 @@ async def ensure_nodes(kube: Kube, cluster: str, count: int, shape: NodeShape) -
         cur = have.get(name)
         if cur is None:
             try:
-                await kube.call(kube.core.create_node, want)
+                await kube.create("/api/v1/nodes", want)
             except ApiError as err:
                 if err.status != 409:
                     raise
             continue
         labels = dict((cur.get("metadata") or {}).get("labels") or {})
         if any(labels.get(k) != v for k, v in want["metadata"]["labels"].items()):
-            await kube.call(kube.core.patch_node, name, {"metadata": {"labels": want["metadata"]["labels"]}},
-                            _content_type=MERGE_PATCH)
+            await kube.patch(api_path("v1", "nodes", name=name), {"metadata": {"labels": want["metadata"]["labels"]}},
+                             MERGE_PATCH)
         capacity = want["status"]["capacity"]
         status = cur.get("status") or {}
         if status.get("capacity") != capacity or status.get("allocatable") != capacity:
-            await kube.call(kube.core.patch_node_status, name, {"status": {"capacity": capacity, "allocatable": capacity}},
-                            _content_type=MERGE_PATCH)
+            await kube.patch(api_path("v1", "nodes", name=name, subresource="status"),
+                             {"status": {"capacity": capacity, "allocatable": capacity}}, MERGE_PATCH)
     prefix = f"{cluster}-node-"
     for name, node in have.items():
         annotations = (node.get("metadata") or {}).get("annotations") or {}
@@ -147,7 +147,7 @@ async def ensure_nodes(kube: Kube, cluster: str, count: int, shape: NodeShape) -
             if suffix.isdigit():
                 log.info("deleting simulated node %s (the cluster has %d nodes now)", name, count)
                 try:
-                    await kube.call(kube.core.delete_node, name)
+                    await kube.request("DELETE", api_path("v1", "nodes", name=name))
                 except ApiError as err:
                     if err.status != 404:
                         raise

@@ -17,9 +17,10 @@ import logging
 import time
 from typing import Any
 
-from .client import MERGE_PATCH, ApiError, Kube
-from .events import EventRecorder
-from .informer import EventHandler, Informer, WorkQueue, object_key, run_workers
+from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
+from ..kube.events import EventRecorder
+from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.workqueue import WorkQueue, run_workers
 from .util import (
     controller_ref,
     get_condition,
@@ -171,14 +172,14 @@ def _invert(stamp: str) -> str:
 
 
 class ReplicaSetController:
-    def __init__(self, kube: Kube, replicasets: Informer, pods: Informer, recorder: EventRecorder,
+    def __init__(self, kube: Client, replicasets: Informer, pods: Informer, recorder: EventRecorder,
                  workers: int = 5) -> None:
         self.kube = kube
         self.rs = replicasets
         self.pods = pods
         self.recorder = recorder
         self.workers = workers
-        self.queue = WorkQueue("replicaset")
+        self.queue = WorkQueue("replicaset", base=0.005, cap=60.0)
         self.expectations = Expectations()
         replicasets.add_handler(_RSHandler(self))
         pods.add_handler(_PodHandler(self))
@@ -252,9 +253,9 @@ class ReplicaSetController:
     async def _adopt(self, rs: dict, pod: dict) -> dict | None:
         refs = list(meta(pod).get("ownerReferences") or []) + [owner_ref(rs)]
         try:
-            return await self.kube.call(self.kube.core.patch_namespaced_pod, meta(pod)["name"], meta(pod)["namespace"],
-                                        {"metadata": {"ownerReferences": refs, "resourceVersion": meta(pod)["resourceVersion"]}},
-                                        _content_type=MERGE_PATCH)
+            return await self.kube.patch(api_path("v1", "pods", meta(pod)["namespace"], meta(pod)["name"]),
+                                         {"metadata": {"ownerReferences": refs, "resourceVersion": meta(pod)["resourceVersion"]}},
+                                         MERGE_PATCH)
         except ApiError as err:
             if err.status in (404, 409, 422):
                 return None
@@ -263,9 +264,9 @@ class ReplicaSetController:
     async def _release(self, rs: dict, pod: dict) -> None:
         refs = [r for r in meta(pod).get("ownerReferences") or [] if r.get("uid") != meta(rs).get("uid")]
         try:
-            await self.kube.call(self.kube.core.patch_namespaced_pod, meta(pod)["name"], meta(pod)["namespace"],
-                                 {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta(pod)["resourceVersion"]}},
-                                 _content_type=MERGE_PATCH)
+            await self.kube.patch(api_path("v1", "pods", meta(pod)["namespace"], meta(pod)["name"]),
+                                  {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta(pod)["resourceVersion"]}},
+                                  MERGE_PATCH)
         except ApiError as err:
             if err.status not in (404, 409, 422):
                 raise
@@ -319,7 +320,7 @@ class ReplicaSetController:
     async def _create_pod(self, rs: dict, body: dict) -> ApiError | None:
         ns = meta(rs)["namespace"]
         try:
-            pod = await self.kube.call(self.kube.core.create_namespaced_pod, ns, body)
+            pod = await self.kube.create(api_path("v1", "pods", ns), body)
         except ApiError as err:
             if err.has_cause("NamespaceTerminating"):
                 return None
@@ -331,7 +332,7 @@ class ReplicaSetController:
     async def _delete_pod(self, rs: dict, pod: dict) -> ApiError | None:
         name, ns = meta(pod)["name"], meta(pod)["namespace"]
         try:
-            await self.kube.call(self.kube.core.delete_namespaced_pod, name, ns)
+            await self.kube.request("DELETE", api_path("v1", "pods", ns, name))
         except ApiError as err:
             self.expectations.deletion_observed(object_key(rs), object_key(pod))
             if err.status == 404:
@@ -391,8 +392,8 @@ class ReplicaSetController:
             body = dict(rs)
             body["status"] = status
             try:
-                updated = await self.kube.call(self.kube.apps.replace_namespaced_replica_set_status,
-                                               meta(rs)["name"], meta(rs)["namespace"], body)
+                updated = await self.kube.replace(
+                    api_path("apps/v1", "replicasets", meta(rs)["namespace"], meta(rs)["name"], "status"), body)
             except ApiError as err:
                 if err.status == 404:
                     return

@@ -22,13 +22,14 @@ from pathlib import Path
 
 import yaml
 
+from ..kube.client import Client
+from ..kube.events import EventRecorder
+from ..kube.informer import Informer, object_key, wait_synced
+from ..kube.kubeconfig import ApiTarget
 from ..registry.workloads import workload_types
 from ..server.serve import Options
 from ..server.serve import run as serve_run
-from .client import Kube
 from .deployment import DeploymentController
-from .events import EventRecorder
-from .informer import Informer, wait_synced
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
@@ -87,17 +88,20 @@ def write_cluster_kubeconfig(path: Path, name: str) -> None:
 class SimulatedCluster:
     """The controllers of one simulated cluster, wired to its API server."""
 
-    def __init__(self, sim: SimOptions, kube: Kube, alive: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, sim: SimOptions, kube: Client, alive: Callable[[], bool] = lambda: True) -> None:
         self.sim = sim
         self.kube = kube
         self.alive = alive
-        core, apps = kube.core, kube.apps
-        self.pods = Informer(kube, core.list_pod_for_all_namespaces, "pods", indexers=pod_indexers(), alive=alive)
-        self.replicasets = Informer(kube, apps.list_replica_set_for_all_namespaces, "replicasets",
-                                    indexers=rs_indexers(), alive=alive)
-        self.deployments = Informer(kube, apps.list_deployment_for_all_namespaces, "deployments", alive=alive)
-        self.nodes = Informer(kube, core.list_node, "nodes", alive=alive)
-        self.recorder = EventRecorder(kube)
+
+        def informer(path: str, name: str, indexers: dict | None = None) -> Informer:
+            return Informer(kube, path, name=name, key=object_key, indexers=indexers, alive=alive, timeout_seconds=2700)
+
+        self.pods = informer("/api/v1/pods", "pods", pod_indexers())
+        self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
+        self.deployments = informer("/apis/apps/v1/deployments", "deployments")
+        self.nodes = informer("/api/v1/nodes", "nodes")
+        #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
+        self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
         self.deployment = DeploymentController(kcm, self.deployments, self.replicasets, self.pods, self.recorder)
         self.replicaset = ReplicaSetController(kcm, self.replicasets, self.pods, self.recorder)
@@ -114,7 +118,7 @@ class SimulatedCluster:
         tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
         try:
             await wait_synced(self.informers)
-            log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.items))
+            log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
                       for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
             # everything runs until cancelled; an informer returns when the server is going away
@@ -132,7 +136,7 @@ class SimulatedCluster:
 async def controllers(sim: SimOptions, app, kubeconfig: Path) -> None:
     """The ``background`` entry for :func:`fleetplane.server.serve.serve`."""
     write_cluster_kubeconfig(kubeconfig, sim.name)
-    kube = await Kube.from_kubeconfig(str(kubeconfig), user_agent=f"fleetplane-sim/{sim.name}")
+    kube = Client(ApiTarget.from_kubeconfig(kubeconfig), f"fleetplane-sim/{sim.name}")
 
     def alive() -> bool:
         return bool(getattr(app, "ready", True))

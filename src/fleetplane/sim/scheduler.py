@@ -28,10 +28,11 @@ import collections
 import logging
 from typing import Any
 
+from ..kube.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Client, api_path
+from ..kube.events import EventRecorder
+from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.workqueue import WorkQueue, run_workers
 from ..registry.workloads import QuantityError, int_value, milli_value
-from .client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Kube
-from .events import EventRecorder
-from .informer import EventHandler, Informer, WorkQueue, object_key, run_workers
 from .util import controller_ref, get_condition, meta, now, pod_is_terminal
 
 log = logging.getLogger(__name__)
@@ -168,12 +169,12 @@ def fit_message(total: int, reasons: dict[str, int], preemption: dict[str, int])
 
 
 class Scheduler:
-    def __init__(self, kube: Kube, pods: Informer, nodes: Informer, recorder: EventRecorder) -> None:
+    def __init__(self, kube: Client, pods: Informer, nodes: Informer, recorder: EventRecorder) -> None:
         self.kube = kube
         self.pods = pods
         self.nodes = nodes
         self.recorder = recorder
-        self.queue = WorkQueue("scheduler")
+        self.queue = WorkQueue("scheduler", base=0.005, cap=60.0)
         #: pod key -> (node, requests, owner uid) of every pod counted on a node
         self.placed: dict[str, tuple[str, Resources, str]] = {}
         #: node -> summed requests (plus "pods", and the non-zero "nz-cpu"/"nz-memory" for scoring)
@@ -330,8 +331,8 @@ class Scheduler:
         m = meta(pod)
         async with self._bind_slots:
             try:
-                await self.kube.call(self.kube.core.patch_namespaced_pod, m["name"], m["namespace"],
-                                     {"spec": {"nodeName": node}}, _content_type=MERGE_PATCH)
+                await self.kube.patch(api_path("v1", "pods", m["namespace"], m["name"]), {"spec": {"nodeName": node}},
+                                      MERGE_PATCH)
             except ApiError as err:
                 self.assumed.pop(key, None)
                 self._account(key, self.pods.get(key))
@@ -360,8 +361,7 @@ class Scheduler:
         patch = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                             "message": message, "lastProbeTime": None, "lastTransitionTime": now()}]}}
         try:
-            await self.kube.call(self.kube.core.patch_namespaced_pod_status, m["name"], m["namespace"], patch,
-                                 _content_type=STRATEGIC_PATCH)
+            await self.kube.patch(api_path("v1", "pods", m["namespace"], m["name"], "status"), patch, STRATEGIC_PATCH)
         except ApiError as err:
             if err.status != 404:
                 log.info("recording %s/%s unschedulable failed: %s", m["namespace"], m["name"], err)

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .client import HubClient
+from ...kube.client import Client
+from ...kube.kubeconfig import ApiTarget
 from .controller import (
     ANNOTATION_DECISION,
     ANNOTATION_SPEC_HASH,
@@ -29,7 +30,7 @@ from .controller import (
 from .crd import CLUSTERDAEMONSET_CRD, clusterdaemonset_crd, crd_yaml
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
-           "ANNOTATION_UNSCHEDULABLE", "CLUSTERDAEMONSET_CRD", "LABEL_CLUSTER", "LABEL_OWNED_BY", "HubClient",
+           "ANNOTATION_UNSCHEDULABLE", "CLUSTERDAEMONSET_CRD", "LABEL_CLUSTER", "LABEL_OWNED_BY",
            "LEASE_NAME", "Splitter", "SplitterOptions", "background", "child_name", "clusterdaemonset_crd",
            "crd_yaml", "run", "run_in_hub"]
 
@@ -48,7 +49,8 @@ async def run(kubeconfig: str | Path | dict, *, context: str | None = None, lead
     is in the hub, the next leader starts from a fresh list)."""
 
     async def work() -> None:
-        hub = await HubClient.from_kubeconfig(kubeconfig, context=context)
+        target = ApiTarget.from_kubeconfig(kubeconfig, context)
+        hub = Client(target.with_server(target.base), "fleetplane-splitter")  # paths carry /clusters/<lc>
         try:
             splitter = Splitter(hub, options)
             if on_started is not None:

@@ -45,6 +45,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...inventory import constants as ic
+from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client, api_path
+from ...kube.events import EventRecorder
+from ...kube.informer import ClusterKey as Key
+from ...kube.informer import Informer
+from ...kube.informer import cluster_key as key_of
+from ...kube.workqueue import WorkQueue, run_workers
 from ..placement import (
     ANNOTATION_POLICY,
     ClusterInfo,
@@ -59,10 +65,7 @@ from ..placement import (
 )
 from ..placement.engine import Prepared
 from . import status as st
-from .client import JSON_PATCH, MERGE_PATCH, ApiError, HubClient
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
-from .events import EventRecorder
-from .informer import Informer, Key, WorkQueue, key_of
 from .rollout import ChildView, plan
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
@@ -93,15 +96,7 @@ def child_name(parent: str, cluster: str) -> str:
 
 
 def _path(lc: str, group: str, version: str, plural: str, ns: str = "", name: str = "", sub: str = "") -> str:
-    base = f"/clusters/{lc}/api/{version}" if not group else f"/clusters/{lc}/apis/{group}/{version}"
-    if ns:
-        base += f"/namespaces/{ns}"
-    base += f"/{plural}"
-    if name:
-        base += f"/{name}"
-    if sub:
-        base += f"/{sub}"
-    return base
+    return f"/clusters/{lc}" + api_path(f"{group}/{version}" if group else version, plural, ns, name, sub)
 
 
 def _md(obj: Mapping[str, Any] | None) -> dict:
@@ -183,22 +178,26 @@ class _Fleet:
 class Splitter:
     """Run with :meth:`run` (until cancelled). See the module docstring."""
 
-    def __init__(self, hub: HubClient, options: SplitterOptions | None = None) -> None:
+    def __init__(self, hub: Client, options: SplitterOptions | None = None) -> None:
         self.hub = hub
         self.opts = options or SplitterOptions()
-        self.queue = WorkQueue()
-        self.events = EventRecorder(hub, COMPONENT)
+        self.queue = WorkQueue("splitter", jitter=True)
+        self.events = EventRecorder(hub, COMPONENT, instance=COMPONENT, max_pending=5000, per_logical_cluster=True)
         self.type_changed = asyncio.Event()
         self.cds_type_changed = asyncio.Event()
-        self.deployments = Informer(hub, "/clusters/*/apis/apps/v1/deployments", self._on_deployment,
-                                    name="deployments", wake=self.type_changed)
-        self.profiles = Informer(hub, f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}", self._on_profile,
-                                 name="clusterprofiles")
-        self.namespaces = Informer(hub, "/clusters/*/api/v1/namespaces", self._on_namespace, name="namespaces")
-        self.crds = Informer(hub, "/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                             self._on_crd, name="crds")
-        self.cds = Informer(hub, f"/clusters/*/apis/{CDS_GROUP}/{CDS_VERSION}/{CDS_PLURAL}", self._on_cds,
-                            name="clusterdaemonsets", wake=self.cds_type_changed)
+
+        def informer(path: str, on_change: Any, name: str, wake: asyncio.Event | None = None) -> Informer:
+            # every logical cluster (/clusters/*); a 404 means no logical cluster serves the type yet
+            return Informer(hub, path, on_change, name=name, key=key_of, missing_ok=True, wake=wake)
+
+        self.deployments = informer("/clusters/*/apis/apps/v1/deployments", self._on_deployment, "deployments",
+                                    self.type_changed)
+        self.profiles = informer(f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}", self._on_profile,
+                                 "clusterprofiles")
+        self.namespaces = informer("/clusters/*/api/v1/namespaces", self._on_namespace, "namespaces")
+        self.crds = informer("/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions", self._on_crd, "crds")
+        self.cds = informer(f"/clusters/*/apis/{CDS_GROUP}/{CDS_VERSION}/{CDS_PLURAL}", self._on_cds,
+                            "clusterdaemonsets", self.cds_type_changed)
         self.fleets: dict[str, _Fleet] = {}
         self.parents: dict[str, set[ParentKey]] = {}  # lc -> parents
         self.children: dict[ParentKey, dict[str, Key]] = {}  # parent -> cluster -> child key
@@ -227,8 +226,9 @@ class Splitter:
             self.ready.set()
             log.info("splitter: informers synced (%d deployments, %d cluster profiles)",
                      len(self.deployments.cache), len(self.profiles.cache))
-            tasks += [asyncio.create_task(self._worker(), name=f"splitter-worker-{i}")
-                      for i in range(self.opts.workers)]
+            # one parent's trouble never stops the others: a failed reconcile is retried with backoff
+            tasks.append(asyncio.create_task(run_workers(self.queue, self.reconcile, self.opts.workers),
+                                             name="splitter-workers"))
             await asyncio.gather(*tasks)
         finally:
             for t in tasks:
@@ -237,24 +237,6 @@ class Splitter:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             self.queue.close()
-
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self.reconcile(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except ApiError as err:
-                delay = self.queue.retry(key)
-                level = logging.DEBUG if err.status in (409, 0) else logging.INFO
-                log.log(level, "splitter %s: %s; retrying in %.2fs", "/".join(key), err, delay)
-            except Exception:  # noqa: BLE001 - one parent's trouble never stops the others
-                delay = self.queue.retry(key)
-                log.exception("splitter %s failed; retrying in %.2fs", "/".join(key), delay)
-            finally:
-                self.queue.done(key)
 
     # -- events from the informers ------------------------------------------------------------
 

@@ -21,13 +21,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ...kube.client import ApiError, Client
+from ...kube.events import EventRecorder
+from ...kube.informer import Informer
+from ...kube.kubeconfig import ApiTarget
+from ...kube.workqueue import Backoff
 from . import constants
-from .client import ApiError, Client
 from .discovery import ApiResource, Discovery, discover, parse_resource
-from .events import EventRecorder
-from .informer import Backoff, Informer
 from .objectsync import DEFAULT_RETAIN, ObjectSync, RetainRule, SyncedType
-from .target import ApiTarget
 from .typesync import EXCLUDED, TypeReport, TypeSync
 
 __all__ = ["DEFAULT_RESOURCES", "DEFAULT_RETAIN", "ApiTarget", "RetainRule", "Syncer", "SyncerHealth", "constants"]
@@ -100,10 +101,10 @@ class Syncer:
     async def run(self) -> None:
         """Sync until cancelled; outages of either side are retried with backoff."""
         ua = f"{self.manager}/{self.cluster_name}"
-        self.hub = Client(self.hub_target, ua, name="hub")
-        self.down = Client(self.down_target, ua, name="cluster")
+        self.hub = Client(self.hub_target, ua, name="hub", pool=256)
+        self.down = Client(self.down_target, ua, name="cluster", pool=256)
         self._wake = asyncio.Event()
-        self.events = EventRecorder(self.hub, self.manager, self.cluster_name)
+        self.events = EventRecorder(self.hub, self.manager, host=self.cluster_name)
         self.objects = ObjectSync(self, self.workers)
         self.types = TypeSync(self)
         self._started = True

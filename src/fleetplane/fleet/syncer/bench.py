@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .client import MERGE_PATCH, ApiError, Client
-from .target import ApiTarget
+from ...kube.client import MERGE_PATCH, ApiError, Client
+from ...kube.kubeconfig import ApiTarget
 
 GROUP = "bench.fleetplane.io"
 PLURAL = "benchwidgets"

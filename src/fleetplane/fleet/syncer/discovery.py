@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from .client import ApiError, Client
+from ...kube.client import ApiError, Client, api_path
 
 AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
@@ -46,15 +46,7 @@ class ApiResource:
         return {"list", "watch"} <= self.verbs
 
     def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace and self.namespaced:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.resource}"
-        if name:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
+        return api_path(self.api_version, self.resource, namespace if self.namespaced else "", name, subresource)
 
 
 @dataclass

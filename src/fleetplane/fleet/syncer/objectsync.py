@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client
+from ...kube.events import now_rfc3339
+from ...kube.informer import Informer
+from ...kube.informer import NamespacedKey as Key
+from ...kube.workqueue import WorkQueue, run_workers
 from . import constants as C
-from .client import JSON_PATCH, MERGE_PATCH, ApiError, Client
 from .discovery import ApiResource
-from .events import now_rfc3339
-from .informer import Informer, Key, WorkQueue
 from .schema import digest
 
 if TYPE_CHECKING:
@@ -307,7 +309,7 @@ class ObjectSync:
         self.hub: Client = syncer.hub
         self.down: Client = syncer.down
         self.workers = workers
-        self.queue = WorkQueue(base=0.1, cap=30.0)
+        self.queue = WorkQueue("syncer", base=0.1, cap=30.0)
         self.types: dict[str, TypeWorker] = {}
         #: (type, ns, name) -> (state, reason, message) of the last reconcile
         self.state: dict[tuple[str, str, str], tuple[str, str, str]] = {}
@@ -317,22 +319,21 @@ class ObjectSync:
         self.finalizer = C.finalizer(syncer.cluster_name)
         self.hpa: Informer | None = None
         self._hpa_task: asyncio.Task | None = None
-        self._worker_tasks: list[asyncio.Task] = []
+        self._workers: asyncio.Task | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._worker_tasks = [asyncio.create_task(self._worker(), name=f"sync-worker-{i}") for i in range(self.workers)]
+        self._workers = asyncio.create_task(run_workers(self.queue, self._reconcile, self.workers), name="sync-workers")
 
     async def stop(self) -> None:
-        for t in self._worker_tasks:
+        tasks = [t for t in (self._workers, self._hpa_task) if t is not None]
+        for t in tasks:
             t.cancel()
         for w in list(self.types.values()):
             await w.stop()
-        if self._hpa_task is not None:
-            self._hpa_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.gather(*self._worker_tasks, *([self._hpa_task] if self._hpa_task else []))
+            await asyncio.gather(*tasks)
 
     async def ensure_types(self, wanted: Iterable[SyncedType], hpa: ApiResource | None) -> None:
         """Run a worker per wanted type; stop the others (their hub type is gone)."""
@@ -382,36 +383,24 @@ class ObjectSync:
 
     # -- the work loop --------------------------------------------------------------------
 
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self._reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # never lose a worker
-                log.exception("reconcile %s failed unexpectedly", key)
-                self.queue.retry(key)
-            finally:
-                self.queue.done(key)
-
-    async def _reconcile(self, key: tuple[str, str, str]) -> None:
+    async def _reconcile(self, key: tuple[str, str, str]) -> bool | None:
+        """One key (run by :func:`run_workers`); False when it has scheduled its own retry."""
         tkey, ns, name = key
         w = self.types.get(tkey)
         if w is None:
-            return
+            return None
         if not (w.hub_inf.synced.is_set() and w.down_inf.synced.is_set()):
             self.queue.add_after(key, 0.25)
-            return
+            return False
         hub = w.current((ns, name), hub=True)
         down = w.current((ns, name), hub=False)
         try:
             await self._sync(w, key, hub, down)
-            self.queue.forget(key)
+            return None
         except SyncFailure as f:
             if f.retriable and self.queue.failures(key) < 3:
                 self.queue.retry(key)  # often gone in a moment (a CRD being pushed down): not reported yet
-                return
+                return False
             await self._record_failure(w, key, f)
             self.queue.retry(key, cap=30.0 if f.retriable else 300.0)
         except ApiError as err:
@@ -419,20 +408,21 @@ class ObjectSync:
                 # the cluster or the hub is unreachable or overloaded: health says so; objects are not marked
                 self.syncer._note_error(err)
                 self.queue.retry(key)
-                return
+                return False
             if err.status == 409 and err.reason == "Conflict":  # a write raced another: look again soon
                 self.queue.retry(key)
-                return
+                return False
             where = "the cluster" if err.side == "cluster" else "the hub"
             await self._record_failure(w, key, SyncFailure(err.reason or "Error", f"{where} rejected it: {err.message}"))
             self.queue.retry(key, cap=300.0)
+        return False
 
     async def _record_failure(self, w: TypeWorker, key: tuple[str, str, str], f: SyncFailure) -> None:
         self.state[key] = ("Failed", f.reason, f.message)
         hub = w.current((key[1], key[2]), hub=True)
         if hub is None or _deleting(hub):
             return
-        self.syncer.events.emit(self._ref(w, hub), "Warning", "SyncFailed", f"{f.reason}: {f.message}")
+        self.syncer.events.event(self._ref(w, hub), "Warning", "SyncFailed", f"{f.reason}: {f.message}")
         with contextlib.suppress(ApiError):
             await self._write_state(w, hub, ("Failed", f.reason, f.message), add_finalizer=False)
 
@@ -490,10 +480,10 @@ class ObjectSync:
             if prev.get("state") == "Synced" and prev.get("cluster") == self.syncer.cluster_name:
                 msg = f"{st.down.kind} was deleted in cluster {self.syncer.cluster_name}; recreated"
                 state = ("Synced", "DriftReverted", msg)
-                self.syncer.events.emit(self._ref(w, hub), "Warning", "DriftReverted", msg)
+                self.syncer.events.event(self._ref(w, hub), "Warning", "DriftReverted", msg)
             else:
                 state = ("Synced", "Created", f"created in cluster {self.syncer.cluster_name}")
-                self.syncer.events.emit(self._ref(w, hub), "Normal", "Synced", state[2])
+                self.syncer.events.event(self._ref(w, hub), "Normal", "Synced", state[2])
         else:
             ph = digest(project(down, shape))
             obs = self.observed.get(key)
@@ -501,7 +491,7 @@ class ObjectSync:
                 new = await self._apply(w, ns, path, desired)
                 if adopting:
                     state = ("Synced", "Adopted", f"took over the existing object in cluster {self.syncer.cluster_name}")
-                    self.syncer.events.emit(self._ref(w, hub), "Normal", "Synced", state[2])
+                    self.syncer.events.event(self._ref(w, hub), "Normal", "Synced", state[2])
                 down = new
                 self.observed[key] = (dhash, digest(project(down, shape)))
             elif obs == (dhash, ph):
@@ -518,7 +508,7 @@ class ObjectSync:
                     msg = (f"changed in cluster {self.syncer.cluster_name} ({'; '.join(diffs) or 'fields the syncer sets'}); "
                            "reverted to the hub's spec")
                     state = ("Synced", "DriftReverted", msg)
-                    self.syncer.events.emit(self._ref(w, hub), "Warning", "DriftReverted", msg)
+                    self.syncer.events.event(self._ref(w, hub), "Warning", "DriftReverted", msg)
                 else:
                     state = self._keep_state(prev, state)
                 down = new
@@ -760,7 +750,7 @@ class ObjectSync:
                 self.queue.add_after(key, 1.0)
                 return
             elif live is not None:
-                self.syncer.events.emit(self._ref(w, live), "Normal", "Removed",
+                self.syncer.events.event(self._ref(w, live), "Normal", "Removed",
                                         f"no longer labelled {C.CLUSTER_LABEL}={self.syncer.cluster_name}; deleted from the cluster")
         if live is not None:
             await self._remove_finalizer(w, live, clear_state=True)
@@ -777,7 +767,7 @@ class ObjectSync:
                 self.state[key] = ("Synced", "Deleting", f"waiting for the deletion in cluster {self.syncer.cluster_name}")
                 self.queue.add_after(key, 1.0)
                 return
-            self.syncer.events.emit(self._ref(w, hub), "Normal", "Deleted", f"deleted from cluster {self.syncer.cluster_name}")
+            self.syncer.events.event(self._ref(w, hub), "Normal", "Deleted", f"deleted from cluster {self.syncer.cluster_name}")
         if self.finalizer in (_meta(hub).get("finalizers") or []):
             await self._remove_finalizer(w, hub)
         self.state.pop(key, None)

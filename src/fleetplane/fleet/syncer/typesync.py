@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from ...kube.client import MERGE_PATCH, ApiError
 from . import constants as C
-from .client import MERGE_PATCH, ApiError
 from .discovery import ApiResource, Discovery, discover, parse_resource
 from .schema import (
     PERMISSIVE_SCHEMA,
@@ -230,7 +230,7 @@ class TypeSync:
             await self.hub.request("PUT", f"{CRDS}/{name}", body=new, query={"fieldManager": self.syncer.manager})
             report.changed = True
             report.notes[name] = f"updated from cluster {cluster}"
-            self.syncer.events.emit(self._crd_ref(hub_crd), "Normal", "TypeUpdated",
+            self.syncer.events.event(self._crd_ref(hub_crd), "Normal", "TypeUpdated",
                                     f"{name} changed in cluster {cluster}; the hub's schema follows it")
             return
         problems = crd_problems(hub_spec, spec)
@@ -242,7 +242,7 @@ class TypeSync:
         await self._set_importer(hub_crd, label, False, msg)
         if self._reported.get(name) != msg:
             self._reported[name] = msg
-            self.syncer.events.emit(self._crd_ref(hub_crd), "Warning", "SchemaConflict",
+            self.syncer.events.event(self._crd_ref(hub_crd), "Warning", "SchemaConflict",
                                     f"cluster {cluster} serves {name} with an incompatible schema; the hub keeps its own: {msg}")
 
     async def _create_hub_crd(self, name: str, spec: dict, label: str, report: TypeReport) -> None:
@@ -268,7 +268,7 @@ class TypeSync:
             created = await self.hub.request("POST", CRDS, body=fallback, query={"fieldManager": self.syncer.manager})
             report.notes[name] = f"imported without schema validation: the hub rejected the converted schema: {err.message}"
         report.changed = True
-        self.syncer.events.emit(self._crd_ref(created), "Normal", "TypeImported", f"{name} imported from cluster {cluster}")
+        self.syncer.events.event(self._crd_ref(created), "Normal", "TypeImported", f"{name} imported from cluster {cluster}")
 
     async def _set_importer(self, hub_crd: dict, label: str, importer: bool, conflict: str | None) -> None:
         """Keep this cluster's imported-from label and its schema-conflicts entry current."""
@@ -317,7 +317,7 @@ class TypeSync:
             if label in (meta.get("labels") or {}) and (group, plural) not in offered:
                 await self.hub.patch(f"{CRDS}/{name}", {"metadata": {"labels": {label: None}}}, MERGE_PATCH, self.syncer.manager)
                 report.changed = True
-                self.syncer.events.emit(self._crd_ref(crd), "Warning", "TypeRemoved",
+                self.syncer.events.event(self._crd_ref(crd), "Warning", "TypeRemoved",
                                         f"cluster {self.syncer.cluster_name} no longer serves {name}; the hub keeps the type")
             return
         if meta.get("deletionTimestamp") or not self._selected(crd):

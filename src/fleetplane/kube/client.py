@@ -1,0 +1,360 @@
+"""One async JSON client for every controller, over kubernetes_asyncio's ApiClient.
+
+The library does the configuration, auth, TLS and connection pooling; requests go through
+``ApiClient.call_api`` with ``_preload_content=False`` and bodies are decoded with orjson into
+plain dicts: controllers handle many types (CRDs among them) on kube's JSON, and the generated
+per-type models would only cost time and memory. Paths are raw, so the hub's ``/clusters/*`` and
+``/clusters/<lc>`` prefixes work.
+
+Every failure is an :class:`ApiError`; one that never reached an answer is :class:`Unreachable`,
+with a reason (``Unreachable``, ``TLSError``, ``Timeout``) and a message precise enough for a
+Cluster's conditions. TLS material that cannot be loaded is :class:`ClientBuildError`, raised
+when the client is made (``ErrorCreatingClient``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import errno
+import os
+import ssl
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from http import HTTPStatus
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from .kubeconfig import ApiTarget
+
+__all__ = ["APPLY_PATCH", "JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH", "ApiError", "Client",
+           "ClientBuildError", "Unreachable", "api_path"]
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+_NETWORK_ERRORS = (TimeoutError, aiohttp.ClientError, OSError)
+
+
+class ApiError(Exception):
+    """A failed request: ``status`` is the HTTP code (0: no answer), ``reason`` kube's Status
+    reason (``NotFound``, ``Invalid``, ``Conflict``, ...), ``body`` the Status when there was one."""
+
+    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        #: which server answered: the Client's ``name`` ("hub", "cluster"), for health reports
+        self.side = ""
+
+    @property
+    def retriable(self) -> bool:
+        """Worth retrying as it is (the request itself was fine)."""
+        return self.status in (0, 408, 425, 429) or self.status >= 500
+
+    def has_cause(self, reason: str) -> bool:
+        details = self.body.get("details") if isinstance(self.body, dict) else None
+        causes = (details or {}).get("causes") or []
+        return any(isinstance(c, dict) and c.get("reason") == reason for c in causes)
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.reason}: {self.message}" if self.status else self.message
+
+
+class Unreachable(ApiError):
+    """No answer; ``reason`` is ``Unreachable``, ``TLSError`` or ``Timeout``."""
+
+    def __init__(self, message: str, reason: str = "Unreachable") -> None:
+        super().__init__(0, reason, message)
+
+
+class ClientBuildError(Exception):
+    """A client cannot be built from a well-formed target (reason ``ErrorCreatingClient``)."""
+
+
+def error_from(status: int, raw: bytes) -> ApiError:
+    """The ApiError of an answer: from its Status when it has one."""
+    try:
+        body = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        body = None
+    default = {404: "NotFound", 409: "Conflict", 410: "Expired", 422: "Invalid"}.get(status, "Unknown")
+    if isinstance(body, dict):
+        return ApiError(status, body.get("reason") or default, str(body.get("message") or _phrase(status)), body)
+    text = raw.decode(errors="replace").strip()[:500] if raw else ""
+    return ApiError(status, default, text or _phrase(status))
+
+
+def _phrase(status: int) -> str:
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def api_path(api_version: str, resource: str, namespace: str = "", name: str = "", subresource: str = "") -> str:
+    """``("apps/v1", "deployments", "ns", "web", "status")`` -> ``/apis/apps/v1/namespaces/ns/deployments/web/status``."""
+    path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+    if namespace:
+        path += f"/namespaces/{namespace}"
+    path += f"/{resource}"
+    if name:
+        path += f"/{name}"
+        if subresource:
+            path += f"/{subresource}"
+    return path
+
+
+# -- building the ApiClient ---------------------------------------------------------------------------
+
+
+def _private_file(data: str) -> str:
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+    fd, path = tempfile.mkstemp(prefix="fleetplane-client-", dir=base)  # mode 0600
+    with os.fdopen(fd, "w") as f:
+        f.write(data)
+    return path
+
+
+def _check_tls(target: ApiTarget) -> None:
+    """Load the TLS material once, so a bad CA or key fails here with a clear message."""
+    if not target.server.startswith("https://"):
+        return
+    try:
+        ctx = ssl.create_default_context(cadata=target.ca_data) if target.ca_data else ssl.create_default_context()
+    except (ssl.SSLError, ValueError) as exc:
+        raise ClientBuildError(f"the certificate authority cannot be loaded: {exc}") from None
+    if target.client_cert_data and target.client_key_data:
+        path = _private_file(target.client_cert_data.rstrip("\n") + "\n" + target.client_key_data.rstrip("\n") + "\n")
+        try:
+            ctx.load_cert_chain(path)
+        except ssl.SSLError as exc:
+            raise ClientBuildError(f"the client certificate and key cannot be loaded: {exc.reason or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _api_client(target: ApiTarget, user_agent: str, pool: int) -> ApiClient:
+    """PEM data reaches the library's REST layer through files that exist only while it loads
+    them (it takes paths, not data). Needs a running event loop (aiohttp's session)."""
+    cfg = Configuration(host=target.server)
+    cfg.verify_ssl = not target.insecure
+    cfg.connection_pool_maxsize = pool
+    cfg.tls_server_name = target.tls_server_name
+    cfg.proxy = target.proxy_url
+    if target.token:
+        cfg.api_key = {"BearerToken": target.token}
+        cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    files: list[str] = []
+    try:
+        if target.ca_data:
+            cfg.ssl_ca_cert = _private_file(target.ca_data)
+            files.append(cfg.ssl_ca_cert)
+        if target.client_cert_data and target.client_key_data:
+            cfg.cert_file = _private_file(target.client_cert_data)
+            cfg.key_file = _private_file(target.client_key_data)
+            files += [cfg.cert_file, cfg.key_file]
+        api = ApiClient(cfg)
+    finally:
+        for f in files:
+            with contextlib.suppress(OSError):
+                os.unlink(f)
+    api.user_agent = user_agent
+    return api
+
+
+class _Connection:
+    """The ApiClient (its connection pool), made on first use: a Client may be made before the
+    event loop runs; views from :meth:`Client.as_manager` share it."""
+
+    def __init__(self, target: ApiTarget, user_agent: str, pool: int) -> None:
+        self.target, self.user_agent, self.pool = target, user_agent, pool
+        self.api: ApiClient | None = None
+
+    def get(self) -> ApiClient:
+        if self.api is None:
+            self.api = _api_client(self.target, self.user_agent, self.pool)
+        return self.api
+
+    async def close(self) -> None:
+        api, self.api = self.api, None
+        if api is not None:
+            with contextlib.suppress(Exception):
+                await api.close()
+
+
+# -- the client -------------------------------------------------------------------------------------
+
+
+class Client:
+    """JSON requests against one API server (for the hub: a logical cluster, or all of them when
+    paths carry ``/clusters/<lc>``). ``name`` marks its errors' ``side``. Made anywhere (the
+    connection pool is made on first use); used inside one event loop."""
+
+    def __init__(self, target: ApiTarget, user_agent: str = "fleetplane", *, timeout: float = 30.0, name: str = "",
+                 pool: int = 64) -> None:
+        _check_tls(target)
+        self.target = target
+        self.timeout = timeout
+        self.name = name
+        #: the fieldManager of writes that name none (see :meth:`as_manager`)
+        self.field_manager = ""
+        self._conn = _Connection(target, user_agent, pool)
+
+    @property
+    def server(self) -> str:
+        return self.target.server
+
+    def as_manager(self, field_manager: str) -> Client:
+        """The same connection pool, writing as another field manager."""
+        view = copy.copy(self)
+        view.field_manager = field_manager
+        return view
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    def _mark(self, err: ApiError) -> ApiError:
+        err.side = self.name
+        return err
+
+    def _unreachable(self, exc: BaseException, timeout: float) -> Unreachable:
+        where = self.server
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            err = Unreachable(f"TLS handshake with {where} failed: {exc.certificate_error}", "TLSError")
+        elif isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
+            err = Unreachable(f"TLS handshake with {where} failed: {exc}", "TLSError")
+        elif isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
+            err = Unreachable(f"{where} did not answer within {timeout:g}s", "Timeout")
+        elif isinstance(exc, aiohttp.ClientConnectorError):
+            os_err = exc.os_error
+            if isinstance(os_err, ConnectionRefusedError) or getattr(os_err, "errno", None) == errno.ECONNREFUSED \
+                    or "Connect call failed" in str(os_err):
+                what = "connection refused"
+            else:
+                what = os_err.strerror or str(os_err)
+            err = Unreachable(f"cannot connect to {where}: {what}")
+        else:
+            err = Unreachable(f"{where}: {type(exc).__name__}: {exc}".rstrip(": "))
+        self._mark(err)
+        return err
+
+    async def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str,
+                    accept: str, timeout: Any) -> aiohttp.ClientResponse:
+        params = [(k, "true" if v is True else "false" if v is False else str(v))
+                  for k, v in (query or {}).items() if v is not None]
+        try:
+            return await self._conn.get().call_api(
+                path, method, query_params=params, header_params={"Accept": accept, "Content-Type": content_type},
+                body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
+        except _NETWORK_ERRORS as exc:
+            raise self._unreachable(exc, timeout if isinstance(timeout, (int, float)) else self.timeout) from exc
+
+    async def raw(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                  content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> tuple[int, bytes]:
+        """The status and body of any answer (health endpoints answer text)."""
+        timeout = timeout or self.timeout
+        resp = await self._send(method, path, query, body, content_type, accept, timeout)
+        try:
+            data = await resp.read()
+        except _NETWORK_ERRORS as exc:
+            raise self._unreachable(exc, timeout) from exc
+        finally:
+            resp.release()
+        return resp.status, data
+
+    async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                      content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> Any:
+        """The decoded answer; ApiError for any status but 2xx."""
+        status, data = await self.raw(method, path, query=query, body=body, content_type=content_type, accept=accept,
+                                      timeout=timeout)
+        if not 200 <= status < 300:
+            raise self._mark(error_from(status, data))
+        if not data:
+            return None
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise self._mark(ApiError(status, "BadResponse", f"{method} {path}: response is not JSON")) from exc
+
+    async def get(self, path: str, query: Mapping[str, Any] | None = None) -> Any:
+        """GET, or None on 404."""
+        try:
+            return await self.request("GET", path, query=query)
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    async def list_all(self, path: str, query: Mapping[str, Any] | None = None, limit: int = 500) -> tuple[list[dict], str]:
+        """Every item of a list (following ``continue``) and the list's resourceVersion."""
+        items: list[dict] = []
+        cont = None
+        while True:
+            page = await self.request("GET", path, query={**(query or {}), "limit": limit, "continue": cont})
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue")
+            if not cont:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _manager(self, manager: str | None) -> str | None:
+        return manager or self.field_manager or None
+
+    async def create(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict:
+        return await self.request("POST", path, query={"fieldManager": self._manager(manager)}, body=obj)
+
+    async def replace(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict:
+        return await self.request("PUT", path, query={"fieldManager": self._manager(manager)}, body=obj)
+
+    async def apply(self, path: str, obj: Mapping[str, Any], manager: str | None = None, force: bool = True) -> dict:
+        """Server-side apply."""
+        return await self.request("PATCH", path, query={"fieldManager": self._manager(manager), "force": force or None},
+                                  body=obj, content_type=APPLY_PATCH)
+
+    async def patch(self, path: str, patch: Any, content_type: str = MERGE_PATCH, manager: str | None = None) -> dict:
+        return await self.request("PATCH", path, query={"fieldManager": self._manager(manager)}, body=patch,
+                                  content_type=content_type)
+
+    async def delete(self, path: str, *, uid: str | None = None, propagation: str = "Background") -> bool:
+        """Delete (guarded by ``uid`` when given); False when it was already gone."""
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            await self.request("DELETE", path, body=body)
+        except ApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    async def watch(self, path: str, query: Mapping[str, Any] | None = None,
+                    timeout_seconds: int = 300) -> AsyncIterator[dict]:
+        """A watch (with bookmarks): decoded events until the server ends it; a broken stream is
+        :class:`Unreachable`."""
+        q = {**(query or {}), "watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout,
+                                        sock_read=timeout_seconds + 30)
+        resp = await self._send("GET", path, q, None, JSON, JSON, timeout)
+        try:
+            if resp.status != 200:
+                raise self._mark(error_from(resp.status, await resp.read()))
+            try:
+                async for line in resp.content:
+                    line = line.strip()
+                    if line:
+                        yield orjson.loads(line)
+            except (*_NETWORK_ERRORS, ValueError) as exc:
+                raise self._mark(Unreachable(f"{self.server}: watch {path}: {type(exc).__name__}: {exc}")) from exc
+        finally:
+            resp.close()
