@@ -18,6 +18,44 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "n/a"
 
 
+def _reached(phase: dict | None, total: int, key: str = "p100_s") -> str:
+    """"12.3 s", or how far a phase got when it timed out."""
+    phase = phase or {}
+    if phase.get(key) is not None:
+        return f"{phase[key]} s"
+    ready = phase.get("ready", (phase.get("counts") or {}).get("ready", "?"))
+    return f"not reached ({ready} of {total} READY at the timeout)"
+
+
+def _render_split(sp: dict) -> list[str]:
+    n, m, reps = sp["deployments"], sp["clusters"], sp["replicas_each"]
+    cold, restart, base = sp.get("cold") or {}, sp.get("restart") or {}, sp.get("baseline") or {}
+    marks = " / ".join(str(cold.get(f"p{p}_s", "-")) for p in (50, 90, 99))
+    ratio = sp.get("ratio_cold_over_baseline")
+    return [
+        "## Deployments over the fleet, end to end", "",
+        f"{n} Deployments of {reps} replicas (strategy Even) over {m} simulated clusters"
+        f" ({sp.get('nodes_per_cluster')} nodes each, `fleetplane cluster simulate`),",
+        "through the hub (`fleetplane start`: the Cluster controller with one Syncer per cluster, and the",
+        f"splitter), all processes on this machine; the hub started and attached the clusters in {sp.get('fleet_ready_s')} s.",
+        "Baseline, measured first on the same cluster processes: each cluster given its share directly (the",
+        f"{base.get('deployments', '?')} per-cluster Deployments the splitter makes, in a namespace deleted before the fleet run),",
+        f"no hub, splitter or Syncer; {sp.get('baseline_same_split', '?')} of the {n} Deployments were then split by the"
+        " splitter exactly so.", "",
+        "| run | time | notes |", "|---|---|---|",
+        f"| cold start: first create on the hub to every Deployment READY | {_reached(cold, n)} |"
+        f" {n} creates took {sp.get('create_s')} s; every child existed at {cold.get('placed_s', '-')} s;"
+        f" 50 / 90 / 99 % READY at {marks} s |",
+        f"| after a hub restart: serving | {sp.get('restart_serving_s')} s | SIGTERM, then `fleetplane start` on the same data |",
+        f"| after a hub restart: every Deployment READY | {_reached(restart, n)} | from the new process's start |",
+        f"| after a hub restart: children rewritten | {sp.get('restart_children_rewritten')} of {sp.get('children')} |"
+        " children whose generation, replicas or cluster changed (goal: 0) |",
+        f"| baseline: the same Deployments directly in the clusters, to READY | {_reached(base, base.get('deployments', '?'))} |"
+        f" {base.get('deployments', '?')} creates took {base.get('create_s', '-')} s |",
+        f"| ratio: cold start over baseline | {ratio if ratio is not None else 'n/a'} | the fleet's cost over the clusters' own |",
+    ]
+
+
 def render(r: dict, machine: str, when: str) -> str:
     raw, naive, api, paced, watch, cl = r["raw"], r["naive"], r["api"], r["paced"], r["watch"], r["clusters"]
     lines = [
@@ -89,10 +127,7 @@ def render(r: dict, machine: str, when: str) -> str:
             "the machine was doing; CPU time is the decision's own.",
         ]
     if "split" in r:
-        sp = r["split"]
-        lines += ["", "## Deployments over the fleet, end to end", "",
-                  "Hub with the Cluster controller, Syncers and splitter; simulated clusters; every Deployment split over them.",
-                  "", "```", json.dumps(sp, indent=1), "```"]
+        lines += ["", *_render_split(r["split"])]
     if "capacity" in r:
         from . import fleet_capacity
 

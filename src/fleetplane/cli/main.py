@@ -48,10 +48,13 @@ def _start(args: argparse.Namespace) -> int:
     storage = _storage_url(args)
     controllers = []
     if not args.no_cluster_controller:
+        # the status budget: KEP-4322's unless set (the controller's defaults)
+        budget = {k: v for k, v in (("status_rate", args.cluster_status_rate),
+                                    ("status_burst", args.cluster_status_burst)) if v is not None}
         controllers.append(_controller(
             "fleetplane.fleet.cluster_controller", probe_interval=args.cluster_probe_interval,
             details_interval=args.cluster_details_interval, syncer_poll_interval=args.syncer_poll_interval,
-            cluster_profiles=not args.no_cluster_profiles))
+            request_timeout=args.cluster_request_timeout, cluster_profiles=not args.no_cluster_profiles, **budget))
     if not args.no_splitter:
         controllers.append(_controller(
             "fleetplane.fleet.splitter", join_grace=args.splitter_join_grace,
@@ -98,6 +101,13 @@ def parser() -> argparse.ArgumentParser:
                        help="how often each Cluster's health is probed")
     start.add_argument("--cluster-details-interval", type=float, default=60.0, metavar="SECONDS",
                        help="how often each Cluster's version, nodes and capacity are read")
+    start.add_argument("--cluster-request-timeout", type=float, default=5.0, metavar="SECONDS",
+                       help="how long one request of the Cluster controller (to a cluster or the hub) may take; a probe that takes longer fails")
+    start.add_argument("--cluster-status-rate", type=float, default=None, metavar="PER-SECOND",
+                       help="ClusterProfile status writes per second and profile once the burst is spent "
+                            "(default: KEP-4322's budget, one every 30 s)")
+    start.add_argument("--cluster-status-burst", type=int, default=None, metavar="N",
+                       help="ClusterProfile status writes one profile may make in a burst (default: KEP-4322's, 10)")
     start.add_argument("--syncer-poll-interval", type=float, default=None, metavar="SECONDS",
                        help="how often Syncers poll a cluster's types (there is no watch on discovery)")
     start.add_argument("--no-splitter", action="store_true",
