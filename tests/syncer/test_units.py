@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -160,6 +161,29 @@ def test_api_target_from_kubeconfig(tmp_path):
         ApiTarget.from_kubeconfig(cfg, context="zzz")
     with pytest.raises(ValueError, match="http"):
         ApiTarget(server="h:6443")
+
+
+def test_kubeconfig_lists_merge_as_kubectl_merges_them(tmp_path):
+    """``KUBECONFIG=a:b``: the first file naming an entry or setting current-context wins, a
+    missing file is skipped, and relative file references stay relative to their own file."""
+    first, second = tmp_path / "one", tmp_path / "sub"
+    second.mkdir()
+    (second / "token").write_text("from-second\n")
+    first_doc = {"current-context": "hub",
+                 "clusters": [{"name": "hub", "cluster": {"server": "https://first:6443/clusters/team-a",
+                                                          "insecure-skip-tls-verify": True}}],
+                 "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "admin"}}]}
+    second_doc = {"current-context": "other",
+                  "clusters": [{"name": "hub", "cluster": {"server": "https://second:6443"}}],
+                  "users": [{"name": "admin", "user": {"tokenFile": "token"}}],
+                  "contexts": [{"name": "other", "context": {"cluster": "hub", "user": "admin"}}]}
+    first.write_text(yaml.safe_dump(first_doc))
+    (second / "config").write_text(yaml.safe_dump(second_doc))
+    paths = os.pathsep.join([str(first), str(tmp_path / "missing"), str(second / "config")])
+    t = ApiTarget.from_kubeconfig(paths)
+    assert (t.server, t.token, t.logical_cluster) == ("https://first:6443/clusters/team-a", "from-second", "team-a")
+    with pytest.raises(ValueError, match="none of the kubeconfig files exists"):
+        ApiTarget.from_kubeconfig(os.pathsep.join([str(tmp_path / "x"), str(tmp_path / "y")]))
 
 
 async def test_work_queue():

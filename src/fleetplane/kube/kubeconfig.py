@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import difflib
 import os
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-__all__ = ["ApiTarget", "KubeconfigError", "hub_base", "in_cluster_kubeconfig", "parse_kubeconfig"]
+__all__ = ["ApiTarget", "KubeconfigError", "hub_base", "in_cluster_kubeconfig", "merge_kubeconfig_files", "parse_kubeconfig"]
 
 _USER_FIELDS = ("token", "tokenFile", "client-certificate-data", "client-key-data", "client-certificate",
                 "client-key", "username", "password", "exec", "auth-provider", "as", "as-uid", "as-groups",
@@ -97,6 +98,8 @@ class ApiTarget:
     @classmethod
     def from_kubeconfig(cls, kubeconfig: Mapping[str, Any] | str | os.PathLike, context: str | None = None) -> ApiTarget:
         """A kubeconfig the operator gave this process (a dict, a path, or YAML text): files allowed."""
+        if isinstance(kubeconfig, str) and "\n" not in kubeconfig and os.pathsep in kubeconfig:
+            kubeconfig = merge_kubeconfig_files(kubeconfig.split(os.pathsep))
         if isinstance(kubeconfig, (str, os.PathLike)) and not isinstance(kubeconfig, Path):
             text = os.fspath(kubeconfig)
             if isinstance(kubeconfig, os.PathLike) or ("\n" not in text and Path(text).expanduser().exists()):
@@ -165,6 +168,47 @@ def _named(kc: Mapping[str, Any], section: str) -> dict[str, dict]:
             raise KubeconfigError(f"{section}[{item['name']}].{section[:-1]} must be an object")
         out[item["name"]] = dict(body)
     return out
+
+
+_FILE_FIELDS = {"clusters": ("cluster", ("certificate-authority",)),
+                "users": ("user", ("client-certificate", "client-key", "tokenFile"))}
+
+
+def merge_kubeconfig_files(paths: list[str]) -> dict[str, Any]:
+    """``KUBECONFIG=a:b`` as kubectl reads it: missing files are skipped; the first file to name a
+    cluster, user or context, or to set current-context, wins; relative file references are
+    resolved against the file that holds them."""
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    seen: dict[str, set[str]] = {k: set() for k in ("clusters", "users", "contexts")}
+    found = False
+    for raw in paths:
+        if not raw:
+            continue
+        path = Path(raw).expanduser()
+        if not path.exists():
+            continue
+        doc, base = _load(path)
+        found = True
+        for section in seen:
+            for entry in doc.get(section) or []:
+                name = entry.get("name") if isinstance(entry, Mapping) else None
+                if not isinstance(name, str) or name in seen[section]:
+                    continue
+                seen[section].add(name)
+                entry = copy.deepcopy(dict(entry))
+                inner, keys = _FILE_FIELDS.get(section, ("", ()))
+                body = entry.get(inner) if inner else None
+                if isinstance(body, dict) and base is not None:
+                    for key in keys:
+                        value = body.get(key)
+                        if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
+                            body[key] = str(base / value)
+                merged[section].append(entry)
+        if "current-context" not in merged and doc.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+    if not found:
+        raise KubeconfigError(f"none of the kubeconfig files exists: {os.pathsep.join(paths)}")
+    return merged
 
 
 def _load(source: str | bytes | Mapping[str, Any] | Path) -> tuple[Mapping[str, Any], Path | None]:
