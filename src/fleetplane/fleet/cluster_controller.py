@@ -46,7 +46,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -67,6 +66,7 @@ from ..kube.client import ApiError, Client, ClientBuildError, Unreachable
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, cluster_key
 from ..kube.kubeconfig import ApiTarget, KubeconfigError, hub_base, parse_kubeconfig
+from ..kube.times import parse_time
 from . import cluster_inventory as inv
 from .cluster_cleanup import delete_synced_objects, release_hub_objects
 from .cluster_crd import (
@@ -110,15 +110,6 @@ Cond = tuple[bool | None, str, str]  # (status, reason, message)
 def lease_name(cluster: str) -> str:
     """The Lease a pull-mode syncer renews for Cluster ``cluster`` (in the Cluster's namespace)."""
     return f"syncer-{cluster}"
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _rv(obj: Mapping[str, Any] | None) -> int:

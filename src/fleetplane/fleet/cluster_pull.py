@@ -37,6 +37,7 @@ import yaml
 
 from ..kube.client import Client
 from ..kube.kubeconfig import hub_base, in_cluster_kubeconfig, parse_kubeconfig
+from ..kube.times import micro_time
 from .cluster_cleanup import delete_synced_objects
 from .cluster_controller import (
     ANNOTATION_REPORT,
@@ -49,7 +50,6 @@ from .cluster_controller import (
 )
 from .cluster_crd import LABEL_CLUSTER, POLICY_DELETE
 from .cluster_probe import probe_cluster
-from .leader import micro_time
 
 __all__ = ["DEFAULT_IMAGE", "DEFAULT_SYNCER_NAMESPACE", "PullSyncer", "logical_cluster_of", "render_manifests"]
 

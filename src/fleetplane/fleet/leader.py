@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import os
 import random
@@ -41,17 +40,14 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from ..kube.times import micro_time
+
 log = logging.getLogger(__name__)
 
 
 def default_identity() -> str:
     """``<hostname>_<random>``, as kube components do: unique per process."""
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-
-
-def micro_time(t: dt.datetime | None = None) -> str:
-    """A ``metav1.MicroTime``: RFC 3339 with microseconds, in UTC."""
-    return (t or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeadershipLost(Exception):

@@ -19,15 +19,11 @@ from typing import Any
 
 from .client import ApiError, Client
 from .informer import logical_cluster_of
+from .times import now_rfc3339
 
-__all__ = ["EventRecorder", "now_rfc3339"]
+__all__ = ["EventRecorder"]
 
 log = logging.getLogger(__name__)
-
-
-def now_rfc3339() -> str:
-    """metav1.Time: RFC 3339 in whole seconds, UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class EventRecorder:

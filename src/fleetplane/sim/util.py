@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
-from typing import Any
-
+from ..kube.times import micro_time as now_micro
+from ..kube.times import now_rfc3339, parse_time
 from ..registry.workloads import selector_matches
 
-__all__ = ["selector_matches"]
+__all__ = ["now_micro", "parse_time", "selector_matches"]
 
 
 def now() -> str:
-    """metav1.Time: RFC 3339, whole seconds, UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def now_micro() -> str:
-    """metav1.MicroTime (Lease renewTime)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    """metav1.Time now."""
+    return now_rfc3339()
 
 
 def meta(obj: dict) -> dict:

@@ -22,13 +22,13 @@ cluster's ClusterProfile, read once per change into a small, immutable :class:`C
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from ...inventory import constants as ic
+from ...kube.times import parse_time
 from ...registry.workloads import QuantityError, parse_quantity
 
 __all__ = ["ANNOTATION_TAINTS", "PROPERTY_TAINTS", "RESOURCES", "ClusterInfo", "Taint", "parse_taints", "parse_time"]
@@ -65,15 +65,6 @@ def parse_taints(text: str | None) -> tuple[list[Taint], list[str]]:
         key, _, value = kv.partition("=")
         taints.append(Taint(key.strip(), value.strip(), effect))
     return taints, notes
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _number(value: str | None) -> float | None:

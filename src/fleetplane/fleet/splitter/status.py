@@ -26,18 +26,14 @@ times move only when status, reason or message change):
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
+
+from ...kube.times import now_rfc3339
 
 __all__ = ["COUNTERS", "child_counts", "condition", "merge_condition", "now_rfc3339"]
 
 COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
-
-
-def now_rfc3339(now: float | None = None) -> str:
-    t = dt.datetime.fromtimestamp(now, dt.UTC) if now is not None else dt.datetime.now(dt.UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _int(v: Any) -> int:

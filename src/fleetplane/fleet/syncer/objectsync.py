@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client
-from ...kube.events import now_rfc3339
 from ...kube.informer import Informer
 from ...kube.informer import NamespacedKey as Key
+from ...kube.times import now_rfc3339
 from ...kube.workqueue import WorkQueue, run_workers
 from . import constants as C
 from .discovery import ApiResource
