@@ -147,3 +147,24 @@ def test_deleting_clusters_under_both_policies(synced: Fleet, cluster_a: Physica
     synced.kubectl("delete", "deployment", "web", "db", "-n", "demo", "--timeout=10s")
     assert hub_deployment(synced, "web") is None
     assert "web" in downstream(cluster_a)
+
+
+def test_deleting_the_cluster_of_a_dead_cluster(fleet: Fleet, tmp_path) -> None:
+    """The cluster is gone for good and its Cluster is deleted: with deletionPolicy Delete the
+    finalizer holds (the synced objects cannot be deleted) and Ready says why; switching to
+    Orphan lets the Cluster go, with its ClusterProfile and credentials Secret."""
+    dead = PhysicalCluster(tmp_path / "dead", "dead").start()
+    try:
+        fleet.apply_cluster("dead", dead.kubeconfig_text(), deletionPolicy="Delete")
+        fleet.wait_condition("dead", "Ready", "True", "Ready", timeout=30)
+        assert fleet.get("clusterprofile", "dead") is not None
+        dead.stop()
+        fleet.kubectl("delete", "cluster", "dead", "--wait=false")
+        status, _, message = fleet.wait_condition("dead", "Ready", "False", "CleanupPending", timeout=60)
+        assert "Orphan" in message, message  # says how to give up
+        assert fleet.get("cluster", "dead") is not None
+        fleet.kubectl("patch", "cluster", "dead", "--type=merge", "-p", '{"spec":{"deletionPolicy":"Orphan"}}')
+        wait_for(lambda: fleet.get("cluster", "dead") is None, 30, what="the Cluster gone")
+        assert fleet.get("clusterprofile", "dead") is None and fleet.get("secret", "dead") is None
+    finally:
+        dead.stop()
