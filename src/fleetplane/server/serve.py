@@ -56,17 +56,43 @@ class _Server(uvicorn.Server):
 
     app_ref: HubApp | None = None
     background_tasks: list[asyncio.Task]
+    _draining: asyncio.Task | None = None
 
     def handle_exit(self, sig, frame) -> None:  # type: ignore[override]
         loop = asyncio.get_event_loop()
+        if self.app_ref is not None:
+            self.app_ref.ready = False
+        tasks = [t for t in getattr(self, "background_tasks", []) if not t.done()]
+        if tasks and self._draining is None:
+            # The controllers stop first, while the server still answers them: they release
+            # their Leases (a successor takes over at once, not a lease duration later) and
+            # finish their writes. A second signal does not wait for them.
+            loop.call_soon_threadsafe(self._drain, tasks, sig)
+            return
+        self._exit(loop, sig, frame)
+
+    def _drain(self, tasks: list[asyncio.Task], sig: int) -> None:
+        for task in tasks:
+            task.cancel()
+
+        async def then_exit() -> None:
+            await asyncio.wait(tasks, timeout=BACKGROUND_STOP_TIMEOUT)
+            self._exit(asyncio.get_running_loop(), sig, None)
+
+        self._draining = asyncio.get_running_loop().create_task(then_exit())
+
+    def _exit(self, loop: asyncio.AbstractEventLoop, sig: int, frame: object) -> None:
         for task in getattr(self, "background_tasks", []):
             loop.call_soon_threadsafe(task.cancel)
         if self.app_ref is not None:
-            self.app_ref.ready = False
             loop.call_soon_threadsafe(self.app_ref.registry.cache.stop_watchers)
         super().handle_exit(sig, frame)
         if sig == signal.SIGTERM and sig in self._captured_signals:
             self._captured_signals.remove(sig)
+
+
+#: how long SIGTERM waits for the controllers running in the hub to stop before the server stops
+BACKGROUND_STOP_TIMEOUT = 5.0
 
 
 def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
