@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplane.apimachinery.errors import StatusError, bad_request
@@ -328,7 +328,10 @@ def _tree(paths: Iterable[Path]) -> _Node:
     for p in paths:
         node = root
         for pe in p:
-            node = node.children.setdefault(pe, _Node())
+            child = node.children.get(pe)
+            if child is None:
+                child = node.children[pe] = _Node()
+            node = child
         if p:
             node.member = True
     return root
@@ -459,6 +462,8 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: set, R: set) -> None:  # noqa: E741
+    if l is r or (type(l) is type(r) and l == r and _json_equal(l, r)):
+        return  # an unchanged subtree (most of an object on an update): nothing to walk
     lmiss, rmiss = l is _MISSING, r is _MISSING
     if (lmiss or isinstance(l, dict)) and (rmiss or isinstance(r, dict)):
         lm = {} if lmiss else l
@@ -653,6 +658,9 @@ class _Entry:
     time: str | None
     subresource: str
     fields: set[Path]
+    #: the stored fieldsV1 and the set it decoded to: re-encoded only if ``fields`` changed
+    raw: dict | None = field(default=None, compare=False, repr=False)
+    decoded: frozenset[Path] | None = field(default=None, compare=False, repr=False)
 
     def ident(self) -> tuple[str, str, str, str]:
         """kube's manager identifier: appliers are one entry whatever the version they apply
@@ -687,7 +695,8 @@ class _Entry:
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = to_fieldsv1(self.fields)
+        unchanged = self.raw is not None and self.fields == self.decoded
+        out["fieldsV1"] = self.raw if unchanged else to_fieldsv1(self.fields)
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -696,8 +705,9 @@ class _Entry:
 _Managers = dict[tuple[str, str, str, str], _Entry]
 
 
-def _decode(managed_fields: Any) -> _Managers:
-    """Decode ``metadata.managedFields``; ValueError if invalid (as DecodeManagedFields)."""
+def _decode(managed_fields: Any, stored: bool = False) -> _Managers:
+    """Decode ``metadata.managedFields``; ValueError if invalid (as DecodeManagedFields).
+    ``stored``: the server's own encoding, kept for entries a write leaves unchanged."""
     if managed_fields is None:
         return {}
     if not isinstance(managed_fields, list):
@@ -725,13 +735,15 @@ def _decode(managed_fields: Any) -> _Managers:
             raise ValueError(f"invalid managed fields entry {i}")
         fields = from_fieldsv1(raw.get("fieldsV1") or {})
         entry = _Entry(manager, op, api_version, time, sub, fields)
+        if stored:
+            entry.raw, entry.decoded = raw.get("fieldsV1") or {}, frozenset(fields)
         out[entry.ident()] = entry
     return out
 
 
-def _decode_or_empty(managed_fields: Any) -> _Managers:
+def _decode_or_empty(managed_fields: Any, stored: bool = False) -> _Managers:
     try:
-        return _decode(managed_fields)
+        return _decode(managed_fields, stored)
     except (ValueError, TypeError):
         return {}
 
@@ -839,13 +851,15 @@ def update_managed_fields(
     stored = (old.get("metadata") or {}).get("managedFields") if isinstance(old, dict) else None
 
     if subresource:
-        managers = _decode_or_empty(stored)
+        managers = _decode_or_empty(stored, stored=True)
     elif requested == [{}]:
         managers = {}
     else:
-        managers = _decode_or_empty(requested) if requested else {}
+        # a patch or an update of a read object sends the stored entries back unchanged
+        same = requested is not None and requested == stored
+        managers = _decode_or_empty(requested) if requested and not same else {}
         if not managers:
-            managers = _decode_or_empty(stored)
+            managers = _decode_or_empty(stored, stored=True)
 
     base = old_obj if old_obj is not None else _skeleton(result)
     added, modified, removed = compare_fields(base, result, list_type_at)
@@ -1024,7 +1038,7 @@ def server_side_apply(
     live_obj = copy.deepcopy(live) if isinstance(live, dict) else {}
     stored = (live_obj.get("metadata") or {}).get("managedFields") if live_obj else None
     _without_managed_fields(live_obj)
-    managers = _decode_or_empty(stored)
+    managers = _decode_or_empty(stored, stored=True)
     if live is not None and not managers:
         # An object that never had managedFields: whatever it holds belongs to someone.
         added, modified, _ = compare_fields(_skeleton(live_obj), live_obj, list_type_at)
