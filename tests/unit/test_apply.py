@@ -620,3 +620,22 @@ class TestUpdateManagedFields:
         before = copy.deepcopy((old, new))
         update(old, new, "y", now=T2)
         assert (old, new) == before
+
+
+def test_a_patch_keeps_other_managers_entries_and_reencodes_only_what_changed():
+    """A patch sends the stored entries back unchanged; entries the write does not touch come
+    out exactly as stored, an entry that lost fields is re-encoded without them."""
+    live = update(None, cm({"a": "1", "b": "2"}), "creator", T0)
+    live = update(live, {**copy.deepcopy(live), "data": {"a": "1", "b": "2", "c": "3"}}, "adder", T1)
+    stored = {e["manager"]: e for e in live["metadata"]["managedFields"]}
+    # "patcher" changes c: adder loses it (re-encoded), creator is untouched (kept as stored)
+    out = update(live, {**copy.deepcopy(live), "data": {"a": "1", "b": "2", "c": "4"}}, "patcher", T2)
+    entries = {e["manager"]: e for e in out["metadata"]["managedFields"]}
+    assert entries["creator"] == stored["creator"]
+    assert "adder" not in entries  # it owned only c
+    assert from_fieldsv1(entries["patcher"]["fieldsV1"]) == {("f:data", "f:c")}
+    # patching a field creator owns takes it from creator's entry
+    out2 = update(out, {**copy.deepcopy(out), "data": {"a": "9", "b": "2", "c": "4"}}, "patcher", T3)
+    entries2 = {e["manager"]: e for e in out2["metadata"]["managedFields"]}
+    assert ("f:data", "f:a") not in from_fieldsv1(entries2["creator"]["fieldsV1"])
+    assert ("f:data", "f:b") in from_fieldsv1(entries2["creator"]["fieldsV1"])
