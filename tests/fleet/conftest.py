@@ -24,9 +24,10 @@ from ..harness import Hub, Kubectl, free_port, wait_for
 
 PROBE_INTERVAL = 0.3
 
-#: how the test hub runs the controller: probe often, read Nodes often, poll types often
+#: how the test hub runs the controller: probe often, read Nodes often, poll types often, and
+#: report a failing cluster at once (tests/fleet/test_cluster_controller.py covers the threshold)
 CONTROLLER_FLAGS = {"--cluster-probe-interval": str(PROBE_INTERVAL), "--cluster-details-interval": "1",
-                    "--syncer-poll-interval": "1"}
+                    "--syncer-poll-interval": "1", "--cluster-failure-threshold": "0"}
 
 
 def fleetplane(command: str) -> list[str]:

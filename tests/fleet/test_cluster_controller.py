@@ -264,6 +264,32 @@ def test_a_cluster_that_goes_away_and_comes_back(fleet: Fleet, tmp_path: Path) -
         c.stop(signal.SIGTERM)
 
 
+def test_a_failure_threshold_keeps_a_blip_out_of_the_inventory(tmp_path: Path) -> None:
+    """With ``--cluster-failure-threshold``, a healthy cluster whose probes fail keeps its
+    conditions (and its ClusterProfile stays healthy) until they have failed for that long: the
+    first failure is a Warning Event, then the outage is reported as usual."""
+    from .conftest import CONTROLLER_FLAGS, FleetHub
+
+    hub = FleetHub(tmp_path / "hub", extra=["--cluster-failure-threshold", "8"])
+    assert CONTROLLER_FLAGS["--cluster-failure-threshold"] == "0"  # the later flag wins
+    hub.start()
+    c = PhysicalCluster(tmp_path / "blip", "blip", simulate=False).start()
+    try:
+        fleet = Fleet(hub, tmp_path)
+        fleet.apply_cluster("blip", c.kubeconfig_text())
+        fleet.wait_condition("blip", "Connected", "True", timeout=30)
+        fleet.wait_condition("blip", "ControlPlaneHealthy", "True", kind="clusterprofile")
+        c.stop(signal.SIGKILL)
+        wait_for(lambda: "ProbeFailed" in {e["reason"] for e in fleet.events("blip")}, 10, what="a ProbeFailed Event")
+        assert fleet.conditions("blip")["Connected"][0] == "True"
+        assert fleet.conditions("blip", kind="clusterprofile")["ControlPlaneHealthy"][0] == "True"
+        fleet.wait_condition("blip", "Connected", "False", "Unreachable", timeout=20)
+        fleet.wait_condition("blip", "ControlPlaneHealthy", "False", "Unreachable", kind="clusterprofile")
+    finally:
+        c.stop(signal.SIGTERM)
+        hub.stop()
+
+
 def test_deleting_a_cluster_cleans_up_behind_the_finalizer(fleet: Fleet, cluster_a: PhysicalCluster) -> None:
     fleet.apply_cluster("doomed", cluster_a.kubeconfig_text())
     fleet.wait_condition("doomed", "ProfilePublished", "True")

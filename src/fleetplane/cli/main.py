@@ -54,7 +54,8 @@ def _start(args: argparse.Namespace) -> int:
         controllers.append(_controller(
             "fleetplane.fleet.cluster_controller", probe_interval=args.cluster_probe_interval,
             details_interval=args.cluster_details_interval, syncer_poll_interval=args.syncer_poll_interval,
-            request_timeout=args.cluster_request_timeout, cluster_profiles=not args.no_cluster_profiles, **budget))
+            request_timeout=args.cluster_request_timeout, failure_threshold=args.cluster_failure_threshold,
+            cluster_profiles=not args.no_cluster_profiles, **budget))
     if not args.no_splitter:
         controllers.append(_controller(
             "fleetplane.fleet.splitter", join_grace=args.splitter_join_grace,
@@ -103,6 +104,10 @@ def parser() -> argparse.ArgumentParser:
                        help="how often each Cluster's version, nodes and capacity are read")
     start.add_argument("--cluster-request-timeout", type=float, default=5.0, metavar="SECONDS",
                        help="how long one request of the Cluster controller (to a cluster or the hub) may take; a probe that takes longer fails")
+    start.add_argument("--cluster-failure-threshold", type=float, default=30.0, metavar="SECONDS",
+                       help="how long probes must fail without a break before a healthy Cluster is reported "
+                            "disconnected or unhealthy (its conditions and ClusterProfile keep their last healthy "
+                            "state meanwhile; the first failure is an Event)")
     start.add_argument("--cluster-status-rate", type=float, default=None, metavar="PER-SECOND",
                        help="ClusterProfile status writes per second and profile once the burst is spent "
                             "(default: KEP-4322's budget, one every 30 s)")

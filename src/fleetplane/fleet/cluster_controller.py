@@ -207,7 +207,8 @@ class ClusterController:
                  request_timeout: float = 5.0, resources: Sequence[str] | None = None,
                  syncer_poll_interval: float | None = None, access_provider_name: str = inv.ACCESS_PROVIDER,
                  status_rate: float = ic.STATUS_UPDATE_RATE, status_burst: int = ic.STATUS_UPDATE_BURST,
-                 syncer_backoff: tuple[float, float] = (1.0, 30.0), cluster_profiles: bool = True) -> None:
+                 syncer_backoff: tuple[float, float] = (1.0, 30.0), cluster_profiles: bool = True,
+                 failure_threshold: float = 30.0) -> None:
         source = Path(hub_kubeconfig) if isinstance(hub_kubeconfig, (str, Path)) else hub_kubeconfig
         self.hub_endpoint: ApiTarget = parse_kubeconfig(source, context, allow_files=True)
         self.base = hub_base(self.hub_endpoint.server)
@@ -219,6 +220,10 @@ class ClusterController:
                                  name="clusters", key=cluster_key)
         self.manager_name = manager_name
         self.probe_interval = probe_interval
+        #: how long probes must fail without a break before a cluster that was healthy is reported
+        #: disconnected or unhealthy (Karmada's --cluster-failure-threshold): a slow answer under
+        #: load does not flap its ClusterProfile
+        self.failure_threshold = failure_threshold
         self.details_interval = details_interval
         self.request_timeout = request_timeout
         #: what a Cluster without ``spec.resources`` syncs (None: the Syncer's default)
@@ -374,6 +379,10 @@ class _Worker:
         self.secret_verify_at = 0.0
         self.secret_conflict = ""
         self.cleanup_started = False
+        #: the last healthy probe's conditions, and since when probes have failed without a break
+        self.last_good: tuple[Cond, Cond] | None = None
+        self.failing_since: float | None = None
+        self.recheck_at: float | None = None
 
     # -- queue ----------------------------------------------------------------------------------
 
@@ -415,6 +424,9 @@ class _Worker:
                 retry_in = self.syncer_retry_at - time.monotonic()
                 if self.syncer_task is None and 0 < retry_in < delay:  # restart the Syncer on time
                     delay = retry_in
+                if self.recheck_at is not None:  # report on time when the failure threshold ends
+                    delay = min(delay, max(0.0, self.recheck_at - time.monotonic()))
+                    self.recheck_at = None
                 await self._sleep(delay)
         finally:
             await self._stop_syncer(None)
@@ -525,8 +537,28 @@ class _Worker:
         healthy: Cond = ((report.healthy if report.connected else None), report.health_reason, report.health_message)
         if not report.connected:
             healthy = (None, report.reason, "the cluster cannot be probed: " + report.message)
+        connected, healthy = await self._within_failure_threshold(connected, healthy)
         synced, types = self._syncer_state(report)
         return _Observed(connected, healthy, synced, types)
+
+    async def _within_failure_threshold(self, connected: Cond, healthy: Cond) -> tuple[Cond, Cond]:
+        """A cluster that was healthy keeps its conditions until probes have failed for
+        ``failure_threshold`` seconds without a break; the first failure is an Event."""
+        if connected[0] and healthy[0] is True:
+            self.last_good, self.failing_since = (connected, healthy), None
+            return connected, healthy
+        now = time.monotonic()
+        if self.failing_since is None:
+            self.failing_since = now
+            if self.last_good is not None and self.ctrl.failure_threshold > 0:
+                await self._event("Warning", "ProbeFailed",
+                                  f"{(connected if not connected[0] else healthy)[2]}; reported after "
+                                  f"{self.ctrl.failure_threshold:g}s of failures")
+        if self.last_good is not None and now - self.failing_since < self.ctrl.failure_threshold:
+            self.recheck_at = self.failing_since + self.ctrl.failure_threshold
+            return self.last_good
+        self.last_good = None
+        return connected, healthy
 
     def _syncer_fp(self, spec: Mapping[str, Any]) -> str:
         assert self.endpoint is not None
@@ -1003,6 +1035,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--details-interval", type=float, default=60.0, metavar="SECONDS",
                    help="how often Nodes and ClusterProperties are read (default 60)")
     p.add_argument("--request-timeout", type=float, default=5.0, metavar="SECONDS")
+    p.add_argument("--failure-threshold", type=float, default=30.0, metavar="SECONDS",
+                   help="how long probes must fail before a healthy cluster is reported unreachable or unhealthy")
     p.add_argument("--resources", default=None,
                    help="resources a Cluster without spec.resources syncs (comma-separated; default: the Syncer's)")
     p.add_argument("--syncer-poll-interval", type=float, default=None, metavar="SECONDS",
@@ -1024,6 +1058,7 @@ def main(argv: list[str] | None = None) -> int:
         controller = ClusterController(
             args.kubeconfig, context=args.context, manager_name=args.manager_name, probe_interval=args.probe_interval,
             details_interval=args.details_interval, request_timeout=args.request_timeout,
+            failure_threshold=args.failure_threshold,
             resources=[r.strip() for r in (args.resources or "").split(",") if r.strip()] or None,
             syncer_poll_interval=args.syncer_poll_interval)
     except KubeconfigError as exc:
