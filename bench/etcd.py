@@ -13,8 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import ssl
 import statistics
 import subprocess
 import sys
@@ -26,15 +24,13 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from .hub import _run_concurrent, payload, percentiles
+from fleetplane.lab import free_port
+
+from .hub import HubProcess, _run_concurrent, payload, percentiles
 
 CONCURRENCY = 32
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -69,7 +65,7 @@ class Etcd:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="fleetplane-bench-etcd-"))
-        self.port, peer = _port(), _port()
+        self.port, peer = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [shutil.which("etcd") or "etcd", "--name", "bench", "--data-dir", str(self.dir / "data"),
@@ -94,49 +90,11 @@ class Etcd:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Replica:
-    """A ``fleetplane start --storage etcd`` process; replicas share one CA and token."""
-
-    def __init__(self, endpoints: str, share_from: Path | None = None) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="fleetplane-bench-replica-"))
-        if share_from is not None:
-            (self.dir / "pki").mkdir()
-            for name in ("pki/ca.crt", "pki/ca.key", "admin.token"):
-                shutil.copy2(share_from / name, self.dir / name)
-        self.port = _port()
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "fleetplane.cli.main", "--log-level", "warning", "start",
-                                      "--data-dir", str(self.dir), "--port", str(self.port),
-                                      "--storage", "etcd", "--etcd-endpoints", endpoints])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                ctx = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
-                if urllib.request.urlopen(self.url + "/readyz", context=ctx, timeout=1).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("replica did not become ready")
-        self.token = (self.dir / "admin.token").read_text().strip()
-        self.ssl = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
-
-    def session(self, limit: int = 64) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl, limit=limit),
-                                     headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def start_replicas(endpoints: str, n: int) -> list[Replica]:
-    first = Replica(endpoints)
-    return [first, *(Replica(endpoints, first.dir) for _ in range(n - 1))]
+def start_replicas(endpoints: str, n: int) -> list[HubProcess]:
+    """``fleetplane start --storage etcd`` replicas sharing one CA and token."""
+    args = ("--storage", "etcd", "--etcd-endpoints", endpoints)
+    first = HubProcess(*args)
+    return [first, *(HubProcess(*args, share_from=first.data_dir) for _ in range(n - 1))]
 
 
 # -- raw etcd ---------------------------------------------------------------------------------
@@ -170,7 +128,7 @@ async def raw_etcd(endpoints: str, n: int, concurrency: int) -> dict:
 # -- the API ----------------------------------------------------------------------------------
 
 
-async def api(hubs: list[Replica], n: int, concurrency: int, namespace: str, lists: int = 20,
+async def api(hubs: list[HubProcess], n: int, concurrency: int, namespace: str, lists: int = 20,
               etcd_pid: int | None = None) -> dict:
     """Creates, then gets, of ``n`` ConfigMaps by ``concurrency`` clients spread over ``hubs``;
     then lists of all of them. ``cpu``: cores used by etcd, the replicas and the load
@@ -214,7 +172,7 @@ async def api(hubs: list[Replica], n: int, concurrency: int, namespace: str, lis
             "create_cpu": create_cpu}
 
 
-async def watch_fanout(hubs: list[Replica], watchers: int, events: int) -> dict:
+async def watch_fanout(hubs: list[HubProcess], watchers: int, events: int) -> dict:
     """``watchers`` watches spread over the replicas; writes through the first one; latency from
     each write's request to each watcher reading the event."""
     ns = "fanout"

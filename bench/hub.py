@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,6 +19,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
+from fleetplane.lab import Process
 from fleetplane.storage.sqlite import SQLiteStore
 
 
@@ -34,32 +35,21 @@ def payload(i: int) -> dict:
             "data": {"key": "x" * 200, "index": str(i)}}
 
 
-class HubProcess:
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="fleetplane-bench-"))
-        import socket
+class HubProcess(Process):
+    """``fleetplane start`` on an empty data directory of its own (``fleetplane.lab``), with an
+    aiohttp session for load and its resident memory. ``share_from``: another hub's data
+    directory whose CA and token it uses (replicas of one hub)."""
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"https://127.0.0.1:{self.port}"
-        started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "fleetplane.cli.main", "--log-level", "warning", "start",
-                                      "--data-dir", str(self.dir), "--port", str(self.port)])
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                import urllib.request
-
-                ctx = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
-                if urllib.request.urlopen(self.url + "/readyz", context=ctx, timeout=1).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.01)
-        #: from the process start to /readyz answering 200, on an empty data dir
-        self.ready_after = time.monotonic() - started
-        self.token = (self.dir / "admin.token").read_text().strip()
-        self.ssl = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
+    def __init__(self, *args: str, share_from: Path | None = None) -> None:
+        super().__init__("hub", ["start", *args], Path(tempfile.mkdtemp(prefix="fleetplane-bench-")))
+        if share_from is not None:
+            (self.data_dir / "pki").mkdir(parents=True)
+            for name in ("pki/ca.crt", "pki/ca.key", "admin.token"):
+                shutil.copy2(share_from / name, self.data_dir / name)
+        self.start(timeout=30, interval=0.01)
+        #: from the process start to /readyz answering 200 (on an empty data dir: start-up)
+        self.ready_after = self.ready_s
+        self.ssl = ssl.create_default_context(cafile=str(self.ca))
 
     def rss_kib(self) -> int:
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -72,9 +62,10 @@ class HubProcess:
         return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl, limit=limit),
                                      headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
 
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        code = super().stop(sig, timeout)
+        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+        return code
 
 
 async def _run_concurrent(n: int, concurrency: int, op) -> tuple[float, list[float]]:
@@ -112,6 +103,7 @@ async def raw_store(n: int, concurrency: int) -> dict:
         await store.range("/core/configmaps/root/default/")
     lrate = 20 / (time.perf_counter() - t0)
     await store.close()
+    shutil.rmtree(d, ignore_errors=True)
     return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
 
 
@@ -135,6 +127,7 @@ def naive_sqlite(n: int) -> dict:
         lat.append(time.perf_counter() - t1)
     rate = n / (time.perf_counter() - t0)
     conn.close()
+    shutil.rmtree(d, ignore_errors=True)
     return {"create": rate, "create_lat": percentiles(lat)}
 
 

@@ -128,7 +128,7 @@ class Process:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self, wait: bool = True, timeout: float = 60.0) -> Process:
+    def start(self, wait: bool = True, timeout: float = 60.0, interval: float = 0.05) -> Process:
         if self.running:
             raise LabError(f"{self.name} is already running")
         self.stopped, self.ready_s = False, None
@@ -137,7 +137,7 @@ class Process:
                                          preexec_fn=_die_with_parent())
         self.spawned_at = time.monotonic()
         if wait:
-            self.wait_ready(timeout)
+            self.wait_ready(timeout, interval)
         return self
 
     def check(self) -> None:
@@ -151,14 +151,14 @@ class Process:
         except (OSError, ValueError):
             return False
 
-    def wait_ready(self, timeout: float = 60.0) -> Process:
+    def wait_ready(self, timeout: float = 60.0, interval: float = 0.05) -> Process:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check()
             if self.ready():
                 self.ready_s = time.monotonic() - self.spawned_at
                 return self
-            time.sleep(0.05)
+            time.sleep(interval)
         raise LabError(f"{self.name} on {self.url} not ready in {timeout:.0f}s; {self.log_path}:\n{self.log_tail()}")
 
     def send_signal(self, sig: int = signal.SIGTERM) -> None:
