@@ -382,7 +382,6 @@ class _Worker:
         #: the last healthy probe's conditions, and since when probes have failed without a break
         self.last_good: tuple[Cond, Cond] | None = None
         self.failing_since: float | None = None
-        self.recheck_at: float | None = None
 
     # -- queue ----------------------------------------------------------------------------------
 
@@ -424,9 +423,10 @@ class _Worker:
                 retry_in = self.syncer_retry_at - time.monotonic()
                 if self.syncer_task is None and 0 < retry_in < delay:  # restart the Syncer on time
                     delay = retry_in
-                if self.recheck_at is not None:  # report on time when the failure threshold ends
-                    delay = min(delay, max(0.0, self.recheck_at - time.monotonic()))
-                    self.recheck_at = None
+                if self.failing_since is not None and self.last_good is not None:
+                    # report on time when the failure threshold ends
+                    ends = self.failing_since + self.ctrl.failure_threshold
+                    delay = min(delay, max(0.0, ends - time.monotonic()))
                 await self._sleep(delay)
         finally:
             await self._stop_syncer(None)
@@ -555,7 +555,6 @@ class _Worker:
                                   f"{(connected if not connected[0] else healthy)[2]}; reported after "
                                   f"{self.ctrl.failure_threshold:g}s of failures")
         if self.last_good is not None and now - self.failing_since < self.ctrl.failure_threshold:
-            self.recheck_at = self.failing_since + self.ctrl.failure_threshold
             return self.last_good
         self.last_good = None
         return connected, healthy

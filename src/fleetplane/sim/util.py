@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from ..kube.times import micro_time as now_micro
-from ..kube.times import now_rfc3339, parse_time
+from ..kube.times import now_rfc3339 as now
+from ..kube.times import parse_time
 from ..registry.workloads import selector_matches
 
-__all__ = ["now_micro", "parse_time", "selector_matches"]
-
-
-def now() -> str:
-    """metav1.Time now."""
-    return now_rfc3339()
+__all__ = ["now", "now_micro", "parse_time", "selector_matches"]
 
 
 def meta(obj: dict) -> dict:
