@@ -30,8 +30,10 @@ def test_version_health_and_discovery_shapes(hub: Hub):
 
 
 def test_unauthenticated_requests_get_401_status(hub: Hub):
-    code, body = hub.json("GET", "/api/v1/namespaces", auth=False)
+    code, body = hub.json("GET", "/api/v1/namespaces", auth=False, headers={"Authorization": "Bearer not-a-token"})
     assert code == 401 and body["kind"] == "Status" and body["reason"] == "Unauthorized"
+    code, body = hub.json("GET", "/api/v1/namespaces", auth=False)  # no credentials: system:anonymous, whom RBAC refuses
+    assert code == 403 and body["reason"] == "Forbidden"
 
 
 def test_aggregated_discovery_when_asked(hub: Hub):

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
 from .inventory import add_parser as add_inventory_parser
+from .kubeconfig import add_parser as add_kubeconfig_parser
 from .placement import add_parser as add_placement_parser
 from .storage import add_parser as add_storage_parser
 from .syncer import add_parser as add_syncer_parser
@@ -28,21 +29,24 @@ def _storage_url(args: argparse.Namespace) -> str:
     raise ValueError(f"--storage: want sqlite, etcd or a store URL, not {args.storage!r}")
 
 
-def _controller(module: str, **options):
+def _controller(module: str, identity: str, **options):
     """A background controller for ``fleetplane start``, imported only once the hub is ready
-    (the client libraries take longer to import than the hub takes to start)."""
+    (the client libraries take longer to import than the hub takes to start). It talks to the
+    hub as ``identity`` (a client certificate the hub issues), never as the admin."""
 
     async def run(app, kubeconfig_path):
         import importlib
 
         await importlib.import_module(module).background(**options)(app, kubeconfig_path)
 
+    run.identity = identity  # type: ignore[attr-defined]
     return run
 
 
 def _start(args: argparse.Namespace) -> int:
     from ..fleet.cluster_crd import CLUSTER_CRD
     from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+    CLUSTER_CONTROLLER = SPLITTER = None  # FIXME(identities)
     from ..server.serve import Options, run
 
     storage = _storage_url(args)
@@ -52,19 +56,23 @@ def _start(args: argparse.Namespace) -> int:
         budget = {k: v for k, v in (("status_rate", args.cluster_status_rate),
                                     ("status_burst", args.cluster_status_burst)) if v is not None}
         controllers.append(_controller(
-            "fleetplane.fleet.cluster_controller", probe_interval=args.cluster_probe_interval,
+            "fleetplane.fleet.cluster_controller", CLUSTER_CONTROLLER, probe_interval=args.cluster_probe_interval,
             details_interval=args.cluster_details_interval, syncer_poll_interval=args.syncer_poll_interval,
             request_timeout=args.cluster_request_timeout, failure_threshold=args.cluster_failure_threshold,
             cluster_profiles=not args.no_cluster_profiles, **budget))
     if not args.no_splitter:
         controllers.append(_controller(
-            "fleetplane.fleet.splitter", join_grace=args.splitter_join_grace,
+            "fleetplane.fleet.splitter", SPLITTER, join_grace=args.splitter_join_grace,
             unhealthy_grace=args.splitter_unhealthy_grace, unschedulable_grace=args.splitter_unschedulable_grace))
     run(Options(system_crds=[CLUSTER_CRD, CLUSTERDAEMONSET_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
                 cluster_profiles=not args.no_cluster_profiles, storage=storage, etcd_cacert=args.etcd_cacert,
-                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout),
+                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout,
+                token_auth_file=args.token_auth_file, authentication_config=args.authentication_config,
+                anonymous_auth=args.anonymous_auth, service_account_max_token_expiration=args.service_account_max_token_expiration,
+                encryption_provider_config=args.encryption_provider_config, audit_log_path=args.audit_log_path,
+                audit_policy_file=args.audit_policy_file),
         background=controllers)
     return 0
 
@@ -79,7 +87,19 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--bind", default="127.0.0.1")
     start.add_argument("--port", type=int, default=6443)
     start.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS (tests, local tools)")
-    start.add_argument("--no-auth", action="store_true", help="accept requests without the admin token")
+    start.add_argument("--no-auth", action="store_true", help="serve every request unauthenticated and unauthorized (local experiments only)")
+    start.add_argument("--token-auth-file", metavar="FILE", help='static bearer tokens, kube\'s CSV format: token,user,uid[,"group1,group2"]')
+    start.add_argument("--authentication-config", metavar="FILE",
+                       help="JWT (OIDC) authenticators and anonymous access, kube's AuthenticationConfiguration format")
+    start.add_argument("--anonymous-auth", default=True, action=argparse.BooleanOptionalAction,
+                       help="requests without credentials are system:anonymous, which RBAC grants only the "
+                            "public-info paths (/healthz, /livez, /readyz, /version); --no-anonymous-auth refuses them with 401")
+    start.add_argument("--service-account-max-token-expiration", type=float, default=86400.0, metavar="SECONDS",
+                       help="the longest a TokenRequest token may live")
+    start.add_argument("--encryption-provider-config", metavar="FILE",
+                       help="encrypt resources (Secrets) at rest: kube's EncryptionConfiguration format (aesgcm, aescbc, secretbox, identity)")
+    start.add_argument("--audit-log-path", metavar="FILE", help="write audit.k8s.io/v1 Events as JSON lines here")
+    start.add_argument("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
     start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",
@@ -126,6 +146,7 @@ def parser() -> argparse.ArgumentParser:
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)
+    add_kubeconfig_parser(sub)
     add_cluster_parser(sub)
     add_syncer_parser(sub)
     add_placement_parser(sub)

@@ -15,6 +15,7 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from . import crd
 from .meta import now_rfc3339
+from .rbac import rbac_types
 from .types import META_FIELDS, ResourceType, Strategy
 from .validation import CLUSTER_PATH, dns_label_error, validate_object_meta
 
@@ -248,6 +249,7 @@ def builtin_types() -> list[ResourceType]:
     return [
         ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, NamespaceStrategy(),
                      short_names=("ns",), subresources=("status", "finalize"),
+                     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),  # as kube: no deletecollection
                      field_selectors=dict(META_FIELDS) | {"status.phase": _get("status", "phase")}),
         ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ConfigMapStrategy(),
                      short_names=("cm",)),
@@ -263,6 +265,7 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                      "customresourcedefinition", False, CRDStrategy(), short_names=("crd", "crds"),
                      categories=("api-extensions",), subresources=("status",)),
+        *rbac_types(),
     ]
 
 

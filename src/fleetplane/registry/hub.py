@@ -10,13 +10,15 @@ from collections.abc import Iterable, Mapping
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
+from ..pipeline.admission.chain import Plugin
+from ..pipeline.admission.plugins import KindAdmission, KindCheck, default_chain
 from ..storage.interface import Store
 from ..storage.watchcache import WatchCache
 from .builtins import CRDStrategy, cluster_name_error
 from .catalog import CRD_PREFIX, ROOT, Catalog
 from .crd import default_crd, types_from_crd
 from .lifecycle import SYSTEM_MANAGER, Lifecycle
-from .store import Admission, Context, GenericStore
+from .store import Context, GenericStore
 from .types import ResourceType
 
 log = logging.getLogger(__name__)
@@ -37,18 +39,23 @@ CLUSTERS_PREFIX = "/tenancy.fleetplane.io/logicalclusters/root/"
 
 class Registry:
     """``system_crds`` are CRD documents served in every logical cluster like built-ins (kcp
-    would bind them through an APIExport); ``admission`` adds checks per (group, kind)."""
+    would bind them through an APIExport); ``admission`` adds checks per (group, kind), and
+    ``plugins`` whole admission plugins, after the hub's own (NamespaceLifecycle first)."""
 
     def __init__(self, storage: Store, system_crds: Iterable[dict] = (),
-                 admission: Mapping[tuple[str, str], Admission] | None = None, history_retention: float = 300.0,
-                 extra_types: Iterable[ResourceType] = ()) -> None:
+                 admission: Mapping[tuple[str, str], KindCheck] | None = None, history_retention: float = 300.0,
+                 extra_types: Iterable[ResourceType] = (), plugins: Iterable[Plugin] = ()) -> None:
         self.storage = storage
         self.history_retention = history_retention
         self._compactor: asyncio.Task | None = None
         self.cache = WatchCache(storage)
         self.catalog = Catalog([*extra_types, *system_types(system_crds)])
-        self.store = GenericStore(storage, self.cache, self.namespace_state, self.namespace_labels)
-        self.store.admission.update(admission or {})
+        chain = default_chain(self.namespace_state, self.cache.sync)
+        for (group, kind), check in (admission or {}).items():
+            chain.add(KindAdmission(f"{kind}Admission", group, kind, check, self.namespace_labels))
+        for plugin in plugins:
+            chain.add(plugin)
+        self.store = GenericStore(storage, self.cache, chain)
         self.lifecycle = Lifecycle(self)
         self._creating: dict[str, asyncio.Future] = {}
         crd_rt = self.catalog.lookup(ROOT, "apiextensions.k8s.io", "v1", "customresourcedefinitions")

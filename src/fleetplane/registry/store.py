@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,9 @@ import orjson
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError, StatusError
 from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..pipeline.admission.chain import CREATE, DELETE, UPDATE, Chain
+from ..pipeline.admission.chain import Request as AdmissionRequest
+from ..pipeline.user import UserInfo
 from ..storage import keys
 from ..storage.interface import (
     CompactedError,
@@ -34,8 +38,6 @@ from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid, now_rfc3339
 from .types import ResourceType
 from .validation import validate_object_meta
-
-Admission = Callable[[dict, "dict | None", dict], list[FieldError]]
 
 SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 ORPHAN_FINALIZER = "orphan"
@@ -53,6 +55,8 @@ class Context:
     dry_run: bool = False
     field_validation: str = ""  # "", Ignore, Warn, Strict
     warnings: list[str] = field(default_factory=list)
+    #: who asks (admission plugins see it); None for the hub's own in-process controllers
+    user: UserInfo | None = None
 
 
 @dataclass
@@ -83,15 +87,11 @@ def decode_continue(token: str) -> tuple[int, str]:
 
 
 class GenericStore:
-    def __init__(self, storage: Store, cache: WatchCache, namespace_state: Callable[[str, str], str | None],
-                 namespace_labels: Callable[[str, str], dict[str, str]]) -> None:
+    def __init__(self, storage: Store, cache: WatchCache, admission: Chain | None = None) -> None:
         self.storage = storage
         self.cache = cache
-        #: (cluster, namespace) -> "Active" | "Terminating" | None (absent)
-        self.namespace_state = namespace_state
-        self.namespace_labels = namespace_labels
-        #: (group, kind) -> admission check run after validation: (obj, old, namespace labels) -> errors
-        self.admission: dict[tuple[str, str], Admission] = {}
+        #: the admission chain every write meets, on every verb path (dry-run included)
+        self.admission = admission or Chain()
 
     # -- keys and presentation ------------------------------------------------------------
 
@@ -147,10 +147,25 @@ class GenericStore:
 
     async def get(self, rt: ResourceType, ctx: Context, name: str) -> dict:
         await self.cache.sync()
-        cur = self.cache.resource(self.prefix(rt)).get(self.key(rt, ctx.cluster, ctx.namespace, name))
+        cur = self.cache.resource(self.prefix(rt)).get(self.key(rt, ctx.cluster, ctx.namespace, name)) \
+            or self._default(rt, ctx.cluster, name)
         if cur is None:
             raise e.not_found(rt.group, rt.plural, name)
         return self.presented(rt, cur)
+
+    def _default(self, rt: ResourceType, cluster: str, name: str) -> CachedObject | None:
+        """A shared default object (``rt.defaults``) of ``cluster`` that no stored one shadows."""
+        if rt.defaults is None or cluster == "*":
+            return None
+        obj = rt.defaults(cluster).get(name)
+        return None if obj is None else CachedObject(self.key(rt, cluster, "", name), cluster, "", name, 0, obj)
+
+    def _defaults(self, rt: ResourceType, cluster: str | None, stored: list[CachedObject]) -> list[CachedObject]:
+        if rt.defaults is None or cluster is None:
+            return []
+        have = {o.name for o in stored}
+        return [co for name in rt.defaults(cluster) if name not in have
+                and (co := self._default(rt, cluster, name)) is not None]
 
     def _matcher(self, rt: ResourceType, opts: ListOptions) -> Callable[[CachedObject], bool]:
         labels = opts.label_selector
@@ -193,10 +208,12 @@ class GenericStore:
         match = self._matcher(rt, opts)
         name = opts.field_selector.exact_value("metadata.name") if opts.field_selector else None
         if name is not None and cluster is not None and (not rt.namespaced or ctx.namespace):
-            one = rc.get(self.key(rt, cluster, ctx.namespace, name))
+            one = rc.get(self.key(rt, cluster, ctx.namespace, name)) or self._default(rt, cluster, name)
             found = [one] if one is not None and match(one) else []
         else:
             found = [o for o in rc.objects(cluster, ctx.namespace or None) if match(o)]
+            if rt.defaults is not None:
+                found += [o for o in self._defaults(rt, cluster, list(rc.objects(cluster, None))) if match(o)]
             found.sort(key=lambda o: o.key)
         if start:
             found = [o for o in found if o.key > start]
@@ -224,20 +241,6 @@ class GenericStore:
 
     # -- create -----------------------------------------------------------------------------
 
-    def _check_namespace(self, rt: ResourceType, ctx: Context) -> None:
-        if not rt.namespaced:
-            return
-        state = self.namespace_state(ctx.cluster, ctx.namespace)
-        if state is None:
-            raise e.not_found("", "namespaces", ctx.namespace)
-        if state == "Terminating":
-            raise StatusError(
-                403, "Forbidden",
-                f"{rt.plural} is forbidden: unable to create new content in namespace {ctx.namespace} because it is being terminated",
-                {"name": "", "group": rt.group, "kind": rt.plural,
-                 "causes": [{"reason": "NamespaceTerminating", "message": f"namespace {ctx.namespace} is being terminated", "field": "metadata.namespace"}]},
-            )
-
     def _prune_and_default(self, rt: ResourceType, ctx: Context, obj: dict) -> None:
         """Custom resources: drop unknown fields (or refuse them, under Strict), then default."""
         if rt.schema is None:
@@ -256,15 +259,16 @@ class GenericStore:
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
 
     def _validate(self, rt: ResourceType, ctx: Context, obj: dict, old: dict | None) -> list[FieldError]:
-        """The strategy's validation, ObjectMeta's for custom resources, then admission plugins."""
+        """The strategy's validation, and ObjectMeta's for custom resources."""
         errs = rt.strategy.validate(obj) if old is None else rt.strategy.validate_update(obj, old)
         if rt.custom:
             errs = validate_object_meta(obj, namespaced=rt.namespaced) + errs
-        plugin = self.admission.get((rt.group, rt.kind))
-        if plugin is not None and not errs:
-            labels = self.namespace_labels(ctx.cluster, ctx.namespace) if rt.namespaced else {}
-            errs = plugin(obj, old, labels)
         return errs
+
+    def _admission(self, op: str, rt: ResourceType, ctx: Context, name: str, obj: dict | None, old: dict | None,
+                   subresource: str = "", options: dict | None = None) -> AdmissionRequest:
+        return AdmissionRequest(op, rt, ctx.cluster, ctx.namespace if rt.namespaced else "", name, obj, old,
+                                subresource, ctx.user, ctx.dry_run, options or {})
 
     def _invalid(self, rt: ResourceType, obj: dict, errs: list[FieldError]) -> StatusError:
         name = (obj.get("metadata") or {}).get("name") or ""
@@ -281,9 +285,6 @@ class GenericStore:
             meta["namespace"] = ctx.namespace
         else:
             meta.pop("namespace", None)
-        if rt.namespaced and self.namespace_state(ctx.cluster, ctx.namespace) is None:
-            await self.cache.sync()  # created a moment ago, maybe through another replica
-        self._check_namespace(rt, ctx)
         generated = False
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = generate_name(str(meta["generateName"]))
@@ -294,10 +295,13 @@ class GenericStore:
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
         self._prune_and_default(rt, ctx, obj)
+        review = self._admission(CREATE, rt, ctx, str(meta.get("name") or ""), obj, None)
+        await self.admission.admit(review)
         rt.strategy.prepare_for_create(obj)
         errs = self._validate(rt, ctx, obj, None)
         if errs:
             raise self._invalid(rt, obj, errs)
+        await self.admission.validate(review)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if rt.strategy.tracks_generation:
@@ -418,6 +422,13 @@ class GenericStore:
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         for _ in range(MAX_UPDATE_RETRIES):
             cur = await self._current(rt, key)
+            if cur is None and not ctx.dry_run and (default := self._default(rt, ctx.cluster, name)) is not None:
+                # copy-on-write: the first change to a shared default stores this cluster's own copy
+                with contextlib.suppress(KeyExistsError):
+                    await self.storage.create(key, self.encode_for_storage(rt, copy_obj(default.obj)))
+                cur = await self._current(rt, key)
+            elif cur is None and ctx.dry_run:
+                cur = self._default(rt, ctx.cluster, name)
             if cur is None:
                 raise e.not_found(rt.group, rt.plural, name)
             old = self.present(rt, cur.obj)
@@ -429,6 +440,9 @@ class GenericStore:
             result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
             if result is None:  # nothing changed: no write, as kube
                 return old
+            review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)
+            await self.admission.admit(review)
+            await self.admission.validate(review)
             try:
                 return await self._write_update(rt, ctx, key, result, old, cur.revision)
             except RevisionMismatchError:
@@ -526,6 +540,9 @@ class GenericStore:
         pre = options.get("preconditions") or {}
         for _ in range(MAX_UPDATE_RETRIES):
             cur = await self._current(rt, key)
+            if cur is None and self._default(rt, ctx.cluster, name) is not None:
+                raise e.forbidden_error(rt.group, rt.plural, name, "it is part of the bootstrap policy every logical "
+                                        "cluster shares; change it (which stores this cluster's own copy) instead")
             if cur is None:
                 raise e.not_found(rt.group, rt.plural, name)
             obj = copy_obj(cur.obj)
@@ -534,6 +551,9 @@ class GenericStore:
                 raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {meta.get("uid")}')
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
                 raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: ResourceVersion in precondition: {pre["resourceVersion"]}, ResourceVersion in object meta: {meta.get("resourceVersion")}')
+            review = self._admission(DELETE, rt, ctx, name, None, obj, options=options)
+            await self.admission.admit(review)
+            await self.admission.validate(review)
             finalizers = list(meta.get("finalizers") or [])
             if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
                 finalizers.append(ORPHAN_FINALIZER)

@@ -145,12 +145,31 @@ class ResourceType:
     preferred: bool = True
     #: storage version hash for discovery
     storage_version_hash: str = ""
+    #: a virtual resource's own storage (``async create(ctx, obj) -> dict``): the access reviews,
+    #: TokenReview and SelfSubjectReview are created, answered and never stored. None: the
+    #: generic store. Its verbs are then just ``("create",)``.
+    rest: Any = None
+    #: subresources with their own storage (``async create(ctx, name, obj) -> dict``), e.g.
+    #: ``serviceaccounts/token`` (TokenRequest)
+    subresource_rest: dict[str, Any] = field(default_factory=dict)
+    #: objects every logical cluster has without storing them (kube's bootstrap ClusterRoles and
+    #: bindings, shared by all): cluster -> {name: object}. Served by get and list; the first
+    #: write to one stores a copy, which then shadows it in that logical cluster.
+    defaults: Callable[[str], Mapping[str, dict]] | None = None
 
     def __post_init__(self) -> None:
+        if self.rest is not None:
+            self.verbs = ("create",)
         if not self.list_kind:
             self.list_kind = self.kind + "List"
         if not self.storage_version:
             self.storage_version = self.version
+
+    def subresource_verbs(self, sub: str) -> list[str]:
+        """What discovery advertises for a subresource, from what serves it."""
+        if sub in self.subresource_rest:
+            return ["create"]
+        return ["update"] if sub == "finalize" else list(SUBRESOURCE_VERBS)
 
     @property
     def api_version(self) -> str:

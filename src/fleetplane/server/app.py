@@ -1,17 +1,19 @@
-"""The hub's ASGI application: authentication, routing, discovery, OpenAPI, health, metrics.
+"""The hub's ASGI application: the request pipeline, routing, discovery, OpenAPI, health, metrics.
 
-Resource requests go to :class:`.handlers.ResourceHandler`; everything else is answered
-here. Errors of any layer arrive as ``StatusError`` and leave as Status objects; anything
+Every request first passes :class:`.filters.Pipeline` (authentication, impersonation,
+authorization); resource requests then go to :class:`.handlers.ResourceHandler`; everything
+else is answered here. Errors of any layer arrive as ``StatusError`` and leave as Status objects; anything
 unexpected is logged with its traceback and answered with a 500 Status, never a traceback.
 """
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -19,9 +21,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from .. import __version__
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
+from ..pipeline.audit import AuditLog
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
 from . import discovery, metrics, openapi
+from .filters import Pipeline
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
 from .request import RequestInfo, parse
@@ -30,12 +34,10 @@ log = logging.getLogger("fleetplane.server")
 
 KUBE_MINOR = "32"
 GIT_VERSION = f"v1.{KUBE_MINOR}.0+fleetplane-{__version__}"
-PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
 
 
 @dataclass
 class ServerConfig:
-    token: str | None = None  # None: no authentication (tests of the bare app)
     server_address: str = "127.0.0.1:6443"
     git_version: str = GIT_VERSION
     bookmark_interval: float = 60.0
@@ -65,9 +67,13 @@ def storage_status(exc: BaseException) -> StatusError:
 
 
 class HubApp:
-    def __init__(self, registry: Registry, config: ServerConfig) -> None:
+    def __init__(self, registry: Registry, config: ServerConfig, pipeline: Pipeline | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.registry = registry
         self.config = config
+        self.audit = audit
+        #: None: every request is served unauthenticated (``--no-auth``, tests of the bare app)
+        self.pipeline = pipeline
         self.resources = ResourceHandler(registry, config.bookmark_interval)
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
@@ -84,19 +90,29 @@ class HubApp:
         if scope["type"] != "http":
             return
         status = [500]
+        audit: list[Any] = [None]  # the request's AuditContext, once the pipeline knows who asks
+        response: list[bytes] = []
 
         async def send_and_record(message: dict) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                if audit[0] is not None and req.streaming:
+                    audit[0].response_started(status[0])
+            elif audit[0] is not None and audit[0].wants_response and not req.streaming:
+                response.append(message.get("body", b""))
             await send(message)
 
         req = Request.from_scope(scope, receive, send_and_record)
         started = time.perf_counter()
         info: RequestInfo | None = None
         try:
-            if not self._authenticated(req):
-                raise StatusError(401, "Unauthorized", "Unauthorized")
             info = parse(req.path)
+            if self.pipeline is not None:
+                try:
+                    await self.pipeline.admit_request(req, info)
+                finally:
+                    if self.audit is not None:
+                        audit[0] = self._audit_begin(req, info)
             if info.is_resource:
                 await self.resources.handle(req, info)
             else:
@@ -110,6 +126,33 @@ class HubApp:
             await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
         finally:
             metrics.observe(req, info, status[0], time.perf_counter() - started)
+            if audit[0] is not None:
+                self._audit_finish(audit[0], req, status[0], b"".join(response))
+
+    def _audit_begin(self, req: Request, info: RequestInfo) -> Any:
+        """RequestReceived, as soon as the pipeline has authenticated (or refused) the request."""
+        assert self.audit is not None and self.pipeline is not None
+        from .filters import request_verb
+
+        client = req.client[0] if req.client else ""
+        acting = req.user if req.user is not req.authenticated_user else None
+        return self.audit.begin(req.authenticated_user, verb=request_verb(req, info), request_uri=req.uri,
+                                impersonated_user=acting, source_ips=[client] if client else [],
+                                user_agent=req.headers.get("user-agent", ""), resource_request=info.is_resource,
+                                group=info.group, version=info.version, resource=info.resource,
+                                subresource=info.subresource, namespace=info.namespace, name=info.name,
+                                path=info.path, cluster=info.cluster)
+
+    @staticmethod
+    def _audit_finish(ctx: Any, req: Request, code: int, body: bytes) -> None:
+        if req.body_bytes:
+            ctx.request_object(req.body_bytes)
+        if body:
+            try:
+                ctx.response_object(orjson.loads(body))
+            except orjson.JSONDecodeError:
+                pass  # not JSON (protobuf, a table as text): no body recorded
+        ctx.finish(code)
 
     async def _safe_error(self, req: Request, err: StatusError) -> None:
         try:
@@ -132,19 +175,10 @@ class HubApp:
             elif msg["type"] == "lifespan.shutdown":
                 self.ready = False
                 await self.registry.close()
+                if self.audit is not None:
+                    await asyncio.to_thread(self.audit.close)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    def _authenticated(self, req: Request) -> bool:
-        if self.config.token is None:
-            return True
-        auth = req.headers.get("authorization", "")
-        if auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip(), self.config.token):
-            return True
-        _, path = req.path, req.path
-        if "/clusters/" in path:
-            path = "/" + path.split("/", 3)[-1]
-        return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
 
     # -- non-resource endpoints -----------------------------------------------------------
 

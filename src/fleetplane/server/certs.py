@@ -1,8 +1,10 @@
-"""The hub's PKI and credentials: a CA, a serving certificate, an admin token, and the
-admin kubeconfig, all generated into the data directory on first start."""
+"""The hub's PKI and credentials: a serving CA and certificate, a client CA (whose
+certificates are identities: CN the user, O the groups), an admin token, and the admin
+kubeconfig, all generated into the data directory on first start, private to the owner."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import os
@@ -24,6 +26,8 @@ class Credentials:
     serving_cert: Path
     serving_key: Path
     token: str
+    client_ca_cert: Path | None = None
+    client_ca_key: Path | None = None
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -69,15 +73,51 @@ def _serving(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, hosts: li
     return cert, key
 
 
+def private_dir(path: Path) -> Path:
+    """A directory only its owner can enter (0700 whatever the umask), created if missing."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _ensure_ca(cert_path: Path, key_path: Path, common_name: str) -> bool:
+    """Create a CA at the paths if there is none; True if it was created."""
+    if cert_path.exists():
+        return False
+    ca, ca_key = _new_ca(common_name)
+    _write_private(key_path, _key_pem(ca_key))
+    cert_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return True
+
+
+def issue_client_certificate(ca_cert: Path, ca_key: Path, user: str, groups: list[str],
+                             validity: dt.timedelta) -> tuple[bytes, bytes]:
+    """(certificate PEM, key PEM) naming ``user`` (CN) in ``groups`` (O), as kube reads them."""
+    ca = x509.load_pem_x509_certificate(ca_cert.read_bytes())
+    signer = serialization.load_pem_private_key(ca_key.read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+                      x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + validity)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, content_commitment=False,
+                                         key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                         encipher_only=False, decipher_only=False), critical=True)
+            .sign(signer, hashes.SHA256()))  # type: ignore[arg-type]
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
 def ensure_credentials(data_dir: Path, hosts: list[str]) -> Credentials:
     """Create what is missing; keep what exists, so restarts keep kubeconfigs valid."""
-    pki = data_dir / "pki"
-    pki.mkdir(parents=True, exist_ok=True)
-    creds = Credentials(pki / "ca.crt", pki / "ca.key", pki / "serving.crt", pki / "serving.key", "")
-    if not creds.ca_cert.exists():
-        ca, ca_key = _new_ca("fleetplane-ca")
-        _write_private(creds.ca_key, _key_pem(ca_key))
-        creds.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    private_dir(data_dir)
+    pki = private_dir(data_dir / "pki")
+    creds = Credentials(pki / "ca.crt", pki / "ca.key", pki / "serving.crt", pki / "serving.key", "",
+                        pki / "client-ca.crt", pki / "client-ca.key")
+    _ensure_ca(creds.client_ca_cert, creds.client_ca_key, "fleetplane-client-ca")  # type: ignore[arg-type]
+    if _ensure_ca(creds.ca_cert, creds.ca_key, "fleetplane-ca"):
         for p in (creds.serving_cert, creds.serving_key):
             p.unlink(missing_ok=True)
     ca = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
@@ -100,11 +140,10 @@ def ensure_credentials(data_dir: Path, hosts: list[str]) -> Credentials:
     return creds
 
 
-def kubeconfig(server: str, ca_pem: bytes | None, token: str, clusters: list[str], current: str = "root",
-               user: str = "admin") -> dict:
-    """A kubeconfig with one context per logical cluster (``/clusters/<name>`` server URLs)."""
-    import base64
-
+def kubeconfig(server: str, ca_pem: bytes | None, token: str | None, clusters: list[str], current: str = "root",
+               user: str = "admin", client_cert: tuple[bytes, bytes] | None = None) -> dict:
+    """A kubeconfig with one context per logical cluster (``/clusters/<name>`` server URLs),
+    authenticating with ``token`` or with ``client_cert`` (certificate PEM, key PEM)."""
     entries, contexts = [], []
     for c in clusters:
         url = f"{server}/clusters/{c}"
@@ -113,8 +152,12 @@ def kubeconfig(server: str, ca_pem: bytes | None, token: str, clusters: list[str
             cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
         entries.append({"name": c, "cluster": cluster})
         contexts.append({"name": c, "context": {"cluster": c, "user": user}})
+    credentials: dict = {"token": token} if token else {}
+    if client_cert is not None:
+        credentials = {"client-certificate-data": base64.b64encode(client_cert[0]).decode(),
+                       "client-key-data": base64.b64encode(client_cert[1]).decode()}
     return {"apiVersion": "v1", "kind": "Config", "clusters": entries, "contexts": contexts,
-            "current-context": current, "users": [{"name": user, "user": {"token": token}}], "preferences": {}}
+            "current-context": current, "users": [{"name": user, "user": credentials}], "preferences": {}}
 
 
 def write_kubeconfig(path: Path, config: dict) -> None:

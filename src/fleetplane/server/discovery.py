@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ..registry.types import SUBRESOURCE_VERBS, ResourceType
+from ..registry.types import ResourceType
 
 
 def aggregated_version(accept: str) -> str | None:
@@ -83,7 +83,7 @@ def api_resource_list(group: str, version: str, types: Iterable[ResourceType]) -
         resources.append(entry)
         for sub in rt.subresources:
             sub_entry = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
-                         "kind": rt.kind, "verbs": ["update"] if sub == "finalize" else list(SUBRESOURCE_VERBS)}
+                         "kind": rt.kind, "verbs": rt.subresource_verbs(sub)}
             if sub == "scale":
                 sub_entry |= {"group": "autoscaling", "version": "v1", "kind": "Scale"}
             resources.append(sub_entry)
@@ -113,7 +113,7 @@ def aggregated(types: Iterable[ResourceType], core: bool, version: str = "v2") -
                 for sub in rt.subresources:
                     kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale" else gvk
                     subs.append({"subresource": sub, "responseKind": kind,
-                                 "verbs": ["update"] if sub == "finalize" else list(SUBRESOURCE_VERBS)})
+                                 "verbs": rt.subresource_verbs(sub)})
                 if subs:
                     res["subresources"] = subs
                 resources.append(res)

@@ -13,11 +13,13 @@ import orjson
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
 from ..registry.workloads import label_selector_string
 from . import codec, tables
+from .filters import request_verb
 from .http import Request, respond, respond_json
 from .request import RequestInfo
 from .watch import DEFAULT_BOOKMARK_INTERVAL, serve_watch
@@ -92,8 +94,7 @@ def make_context(req: Request, info: RequestInfo, rt: ResourceType) -> Context:
     fv = req.param("fieldValidation")
     if fv not in FIELD_VALIDATION:
         raise e.invalid_object("meta.k8s.io", "CreateOptions", "", [e.not_supported("fieldValidation", fv, ["Ignore", "Strict", "Warn"])])
-    ctx = Context(info.cluster, ns, manager, bool(dry), fv)
-    ctx.warnings = req.warnings
+    ctx = Context(info.cluster, ns, manager, bool(dry), fv, req.warnings, req.user)
     return ctx
 
 
@@ -129,6 +130,11 @@ class ResourceHandler:
                 raise e.method_not_allowed(f"{method} is not allowed across logical clusters: only list and watch are served on /clusters/*")
         else:
             await self.registry.ensure_cluster(info.cluster)
+        if not info.subresource and request_verb(req, info) not in rt.verbs:
+            raise e.method_not_allowed()
+        if rt.rest is not None or (info.subresource and info.subresource in rt.subresource_rest):
+            await self.virtual(req, info, rt)
+            return
         if method == "GET":
             if info.name:
                 await self.get(req, info, rt)
@@ -257,11 +263,7 @@ class ResourceHandler:
 
     async def delete(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        options = await self._delete_options(req)
-        if info.cluster == "root" and rt is self.registry.catalog.logical_cluster and info.name == "root":
-            raise e.forbidden_error(rt.group, rt.plural, "root", "the root logical cluster may not be deleted")
-        if rt.kind == "Namespace" and not rt.group and info.name in ("default", "kube-system", "kube-public"):
-            raise e.forbidden_error("", "namespaces", info.name, "this namespace may not be deleted")
+        options = await self._delete_options(req, ctx)
         obj, code, is_object = await self.store.delete(rt, ctx, info.name, options)
         if is_object:
             await self._write_object(req, code, rt, obj)
@@ -272,12 +274,12 @@ class ResourceHandler:
 
     async def delete_collection(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        options = await self._delete_options(req)
+        options = await self._delete_options(req, ctx)
         opts = list_options(req, rt)
         listed = await self.store.list(rt, ctx, ListOptions(opts.label_selector, opts.field_selector))
         items = []
         for item in listed["items"]:
-            item_ctx = Context(ctx.cluster, item["metadata"].get("namespace", ""), ctx.manager, ctx.dry_run)
+            item_ctx = Context(ctx.cluster, item["metadata"].get("namespace", ""), ctx.manager, ctx.dry_run, user=ctx.user)
             try:
                 obj, _, _ = await self.store.delete(rt, item_ctx, item["metadata"]["name"], options)
                 items.append(obj)
@@ -287,19 +289,47 @@ class ResourceHandler:
         await respond_json(req, 200, {"kind": rt.list_kind, "apiVersion": rt.api_version,
                                       "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}, "items": items})
 
-    async def _delete_options(self, req: Request) -> dict[str, Any]:
+    async def _delete_options(self, req: Request, ctx: Context) -> dict[str, Any]:
+        """DeleteOptions from the body and the query alike (kubectl 1.32 sends ``dryRun`` in
+        the body); a dry run asked for either way makes the whole request a dry run."""
         body = await req.body()
         options: dict[str, Any] = {}
         if body.strip():
             decoded = codec.decode_object(req.content_type, body) if req.content_type != codec.PROTOBUF else {}
-            options = decoded
+            options = check_delete_options(decoded)
         if req.param("propagationPolicy"):
             options["propagationPolicy"] = req.param("propagationPolicy")
         if req.param("orphanDependents"):
             options["orphanDependents"] = req.flag("orphanDependents")
         if req.query.get("dryRun"):
             options["dryRun"] = req.query["dryRun"]
+        dry = options.get("dryRun")
+        if dry is not None:
+            if not isinstance(dry, list) or any(d != "All" for d in dry):
+                bad = dry if not isinstance(dry, list) else next(d for d in dry if d != "All")
+                raise e.invalid_object("meta.k8s.io", "DeleteOptions", "", [e.not_supported("dryRun", bad, ["All"])])
+            ctx.dry_run = ctx.dry_run or bool(dry)
         return options
+
+    # -- virtual resources ------------------------------------------------------------------
+
+    async def virtual(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
+        """A resource (or subresource) whose storage is not the generic store: the access
+        reviews, TokenReview, SelfSubjectReview (create-only, never stored) and TokenRequest."""
+        if req.method != "POST":
+            raise e.method_not_allowed()
+        ctx = make_context(req, info, rt)
+        obj = codec.decode_object(req.content_type, await req.body())
+        if not isinstance(obj, dict):
+            raise e.bad_request("the body must be an object")
+        if info.subresource:
+            storage = rt.subresource_rest[info.subresource]
+            await respond_json(req, 201, await storage.create(ctx, info.name, obj))
+            return
+        if not obj.get("apiVersion") and not obj.get("kind"):
+            obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        self._check_gvk(rt, obj)
+        await respond_json(req, 201, await rt.rest.create(ctx, obj))
 
     # -- scale ----------------------------------------------------------------------------
 

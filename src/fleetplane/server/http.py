@@ -32,14 +32,40 @@ class Request:
     receive: Receive
     send: Send
     warnings: list[str] = field(default_factory=list)
+    #: the ASGI scope's header list (repeated headers such as Impersonate-Group kept apart)
+    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    #: the verified TLS client certificate (DER), when the client sent one
+    client_cert: bytes | None = None
+    #: who the request acts as, once the pipeline has authenticated (and impersonated) it
+    user: Any = None
+    #: who sent it (before impersonation); None until authenticated
+    authenticated_user: Any = None
+    #: the body, once read (the audit log records it at level Request)
+    body_bytes: bytes = b""
+    #: a long-running response (a watch): the audit log records ResponseStarted, not the body
+    streaming: bool = False
+    client: tuple[str, int] | None = None
+    query_string: str = ""
 
     @classmethod
     def from_scope(cls, scope: dict, receive: Receive, send: Send) -> Request:
         query: dict[str, list[str]] = {}
         for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):
             query.setdefault(k, []).append(v)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        return cls(scope["method"], scope["path"], query, headers, receive, send)
+        raw = scope["headers"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+        tls = (scope.get("extensions") or {}).get("tls")
+        cert = tls.get("fleetplane.client_cert_der") if tls else None
+        return cls(scope["method"], scope["path"], query, headers, receive, send, raw_headers=raw, client_cert=cert,
+                   client=scope.get("client"), query_string=scope.get("query_string", b"").decode("latin-1"))
+
+    @property
+    def uri(self) -> str:
+        return f"{self.path}?{self.query_string}" if self.query_string else self.path
+
+    def header_items(self) -> list[tuple[str, str]]:
+        """Every header, lower-cased names, repeats kept."""
+        return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self.raw_headers]
 
     def param(self, name: str, default: str = "") -> str:
         vals = self.query.get(name)
@@ -70,7 +96,8 @@ class Request:
                 raise e.too_large(f"the request body is larger than the limit of {MAX_BODY} bytes")
             chunks.append(chunk)
             if not msg.get("more_body"):
-                return b"".join(chunks)
+                self.body_bytes = b"".join(chunks)
+                return self.body_bytes
 
 
 def _headers(content_type: str, extra: list[tuple[str, str]] | None, warnings: list[str]) -> list[tuple[bytes, bytes]]:
@@ -101,6 +128,7 @@ async def respond_error(req: Request, err: StatusError) -> None:
 
 
 async def start_stream(req: Request, content_type: str = JSON) -> None:
+    req.streaming = True
     headers = _headers(content_type, None, req.warnings)  # no length: uvicorn sends it chunked
     await req.send({"type": "http.response.start", "status": 200, "headers": headers})
     # Flush headers at once: clients block until they see them.

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
+import os
 import signal
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +16,35 @@ from pathlib import Path
 import uvicorn
 import uvloop
 
+from ..pipeline.audit import AuditLog, load_policy, parse_policy
+from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
+from ..pipeline.authentication.reviews import AuthenticationReviews
+from ..pipeline.authentication.tokenfile import TokenFile
+from ..pipeline.authorization import bootstrap
+from ..pipeline.authorization.authorizer import AlwaysAllow
+from ..pipeline.authorization.authorizer import Chain as AuthorizerChain
+from ..pipeline.authorization.escalation import EscalationPlugin
+from ..pipeline.authorization.membership import MembershipAuthorizer
+from ..pipeline.authorization.rbac import RBACAuthorizer
+from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
+from ..pipeline.user import MASTERS, UserInfo
+from ..registry.catalog import ROOT
 from ..registry.hub import Registry
+from ..registry.policy import CachePolicySource
+from ..storage.encryption import EncryptedStore, load_encryption_config
+from ..storage.interface import Store
 from ..storage.open import open_store
 from .app import GIT_VERSION, HubApp, ServerConfig
-from .certs import ensure_credentials, kubeconfig, write_kubeconfig
+from .certs import (
+    Credentials,
+    ensure_credentials,
+    issue_client_certificate,
+    kubeconfig,
+    private_dir,
+    write_kubeconfig,
+)
+from .filters import Pipeline
+from .tls import PeerCertProtocol
 
 log = logging.getLogger("fleetplane.server")
 
@@ -47,6 +75,17 @@ class Options:
     etcd_key: str | None = None
     #: how long one etcd request may take before it fails with 504
     etcd_request_timeout: float = 5.0
+    #: kube's --token-auth-file (CSV: token,user,uid[,"group1,group2"])
+    token_auth_file: str | None = None
+    #: kube's --anonymous-auth: requests without credentials are system:anonymous
+    anonymous_auth: bool = True
+    #: kube's --authentication-config (AuthenticationConfiguration: JWT authenticators, anonymous)
+    authentication_config: str | None = None
+    service_account_max_token_expiration: float = 86400.0
+    #: kube's --encryption-provider-config (EncryptionConfiguration)
+    encryption_provider_config: str | None = None
+    audit_log_path: str | None = None
+    audit_policy_file: str | None = None
 
 
 class _Server(uvicorn.Server):
@@ -95,8 +134,55 @@ class _Server(uvicorn.Server):
 BACKGROUND_STOP_TIMEOUT = 5.0
 
 
+#: the identity of the hub's admin token (admin.kubeconfig): a member of system:masters
+ADMIN = UserInfo("admin", "", (MASTERS,))
+
+
+@dataclass
+class Reviews:
+    """The review APIs' storage, registered with the types before the authorizer exists."""
+
+    authorization: AuthorizationReviews = field(default_factory=AuthorizationReviews)
+    authentication: AuthenticationReviews = field(default_factory=AuthenticationReviews)
+
+    def types(self) -> list:
+        return [*self.authorization.types(), *self.authentication.types()]
+
+
+def build_pipeline(opts: Options, creds: Credentials, registry: Registry, reviews: Reviews) -> Pipeline:
+    """Authentication and authorization for ``opts``: client certificates, the admin token,
+    the token file; then system:masters, membership of the logical cluster, RBAC. RBAC's
+    escalation check joins the admission chain; the bootstrap policy is served (shared) in
+    every logical cluster."""
+    tokens: list[TokenAuthenticator] = [StaticTokens({creds.token: ADMIN})]
+    if opts.token_auth_file:
+        tokens.append(TokenFile.load(opts.token_auth_file))
+    authn = Authenticator(tokens, AnonymousPolicy(opts.anonymous_auth), client_certificates=opts.tls)
+    source = CachePolicySource(registry.cache)
+    rbac = RBACAuthorizer(source)
+    authorizer = AuthorizerChain(MembershipAuthorizer(rbac, source))
+    registry.store.admission.add(EscalationPlugin(rbac))
+    reviews.authorization.authorizer, reviews.authorization.rbac = authorizer, rbac
+    serve_bootstrap_policy(registry, rbac)
+    return Pipeline(authn, authorizer)
+
+
+def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
+    """``kubectl get clusterroles`` shows the shared bootstrap roles (aggregated rules filled in)."""
+    for rt in registry.catalog.types(ROOT):
+        if rt.group != bootstrap.RBAC_GROUP:
+            continue
+        if rt.plural == "clusterroles":
+            rt.defaults = lambda cluster: {n: r for n in bootstrap.CLUSTER_ROLES
+                                           if (r := rbac.cluster_role(cluster, n)) is not None}
+        elif rt.plural == "clusterrolebindings":
+            rt.defaults = lambda cluster: bootstrap.CLUSTER_ROLE_BINDINGS
+
+
 def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
-    opts.data_dir.mkdir(parents=True, exist_ok=True)
+    # Everything the hub writes (database, WAL, keys, kubeconfigs) is its owner's alone,
+    # whatever umask it was started with; the data directory is 0700.
+    os.umask(0o077)
     host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
     creds = ensure_credentials(opts.data_dir, [host_for_url])
     system_crds, admission = list(opts.system_crds), dict(opts.admission)
@@ -105,19 +191,36 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
 
         system_crds.append(CLUSTERPROFILE_CRD)
         admission[("multicluster.x-k8s.io", "ClusterProfile")] = admit
-    store = open_store(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}", cacert=opts.etcd_cacert,
-                       cert=opts.etcd_cert, key=opts.etcd_key, timeout=opts.etcd_request_timeout)
+    store: Store = open_store(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}", cacert=opts.etcd_cacert,
+                              cert=opts.etcd_cert, key=opts.etcd_key, timeout=opts.etcd_request_timeout)
+    if opts.encryption_provider_config:
+        store = EncryptedStore(store, load_encryption_config(opts.encryption_provider_config))
+    reviews = Reviews()
     registry = Registry(store, system_crds=system_crds, admission=admission,
-                        extra_types=opts.extra_types, history_retention=opts.history_retention)
-    app = HubApp(registry, ServerConfig(token=creds.token if opts.auth else None,
-                                        server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
-                                        bookmark_interval=opts.bookmark_interval))
+                        extra_types=[*opts.extra_types, *reviews.types()], history_retention=opts.history_retention)
+    _make_private(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}")
+    pipeline = build_pipeline(opts, creds, registry, reviews) if opts.auth else None
+    if pipeline is None:
+        reviews.authorization.authorizer = AlwaysAllow()
+    audit = None
+    if opts.audit_log_path:
+        # without a policy file, every request at Metadata (kube audits nothing without one)
+        policy = load_policy(opts.audit_policy_file) if opts.audit_policy_file else \
+            parse_policy({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]})
+        audit = AuditLog(opts.audit_log_path, policy)
+    app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
+                                        bookmark_interval=opts.bookmark_interval), pipeline, audit)
     scheme = "https" if opts.tls else "http"
     config = uvicorn.Config(
-        app, host=opts.bind, port=opts.port, loop="uvloop", http="httptools", lifespan="on",
+        app, host=opts.bind, port=opts.port, loop="uvloop", lifespan="on",
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
         ssl_certfile=str(creds.serving_cert) if opts.tls else None,
         ssl_keyfile=str(creds.serving_key) if opts.tls else None,
+        # Client certificates are optional (tokens need none); one that is sent must chain to
+        # the client CA, and then names the user (server.tls hands it to the pipeline).
+        ssl_cert_reqs=ssl.CERT_OPTIONAL if opts.tls else ssl.CERT_NONE,
+        ssl_ca_certs=str(creds.client_ca_cert) if opts.tls else None,
+        http=PeerCertProtocol if opts.tls else "httptools",
         timeout_keep_alive=30, proxy_headers=False, server_header=False, date_header=False,
     )
     server_url = f"{scheme}://{host_for_url}:{opts.port}"
@@ -125,6 +228,45 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))
     return app, config
+
+
+def identity_kubeconfig(opts: Options, identity: str | None) -> Path:
+    """The kubeconfig a controller running in the hub uses: a client certificate for its own
+    identity (``<data-dir>/identities/<name>.kubeconfig``, renewed at every start), or the
+    admin's when it names none or the hub serves no TLS (no client certificates then)."""
+    admin = opts.data_dir / "admin.kubeconfig"
+    if identity is None or not opts.tls or not opts.auth:
+        return admin
+    import yaml
+
+    pki = opts.data_dir / "pki"
+    cert = issue_client_certificate(pki / "client-ca.crt", pki / "client-ca.key", identity, [],
+                                    dt.timedelta(days=365))
+    server = yaml.safe_load(admin.read_text())["clusters"][0]["cluster"]["server"].split("/clusters/", 1)[0]
+    path = private_dir(opts.data_dir / "identities") / (identity.rsplit(":", 1)[-1] + ".kubeconfig")
+    write_kubeconfig(path, kubeconfig(server, (pki / "ca.crt").read_bytes(), None, opts.kubeconfig_clusters,
+                                      user=identity, client_cert=cert))
+    return path
+
+
+async def _reencrypt(store: EncryptedStore) -> None:
+    try:
+        count = await store.rewrite_stale()
+    except Exception:
+        log.exception("re-encrypting stale values failed")
+        return
+    if count:
+        log.info("re-encrypted %d values written with an older key or provider", count)
+
+
+def _make_private(storage_url: str) -> None:
+    """SQLite files made before the umask rule (an older hub) become 0600 too."""
+    if not storage_url.startswith("sqlite:"):
+        return
+    db = Path(storage_url[len("sqlite:"):])
+    for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        if p.exists():
+            os.chmod(p, 0o600)
 
 
 Background = Callable[[HubApp, Path], Awaitable[None]]
@@ -145,8 +287,11 @@ async def serve(opts: Options, background: list[Background] | None = None) -> No
             if server.should_exit:
                 return
             await asyncio.sleep(0.02)
+        if isinstance(app.registry.storage, EncryptedStore):
+            # Key rotation completes here: values written with an older key are re-encrypted.
+            tasks.append(asyncio.create_task(_reencrypt(app.registry.storage)))
         for fn in background or []:
-            tasks.append(asyncio.create_task(fn(app, opts.data_dir / "admin.kubeconfig")))
+            tasks.append(asyncio.create_task(fn(app, identity_kubeconfig(opts, getattr(fn, "identity", None)))))
 
     starter = asyncio.create_task(start_background())
     try:

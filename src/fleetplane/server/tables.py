@@ -1031,6 +1031,43 @@ register_printer("", "Node", [
 ], _node_cells)
 
 
+def _binding_cells(o: dict, clock: _Clock) -> list:
+    """printRoleBinding / printClusterRoleBinding, wide columns from rbac.SubjectsStrings."""
+    ref = o.get("roleRef") if isinstance(o.get("roleRef"), dict) else {}
+    users: list[str] = []
+    groups: list[str] = []
+    sas: list[str] = []
+    for s in o.get("subjects") or []:
+        if not isinstance(s, dict):
+            continue
+        kind, name = s.get("kind"), _str(s.get("name"))
+        if kind == "ServiceAccount":
+            sas.append(f"{_str(s.get('namespace'))}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return [_meta(o).get("name"), f"{_str(ref.get('kind'))}/{_str(ref.get('name'))}",
+            clock.since(_meta(o).get("creationTimestamp")), ", ".join(users), ", ".join(groups), ", ".join(sas)]
+
+
+def _binding_columns(kind: str, role_doc: str) -> list[Column]:
+    # kube describes these from rbac/v1beta1 (the schema data has no RBAC definitions)
+    return [NAME, Column("Role", description=role_doc), AGE,
+            Column("Users", priority=1, description=f"Users in the {kind}"),
+            Column("Groups", priority=1, description=f"Groups in the {kind}"),
+            Column("ServiceAccounts", priority=1, description=f"ServiceAccounts in the {kind}")]
+
+
+# Roles and ClusterRoles have no printer in kube: the default table (Name, Created At).
+register_printer("rbac.authorization.k8s.io", "RoleBinding", _binding_columns(
+    "roleBinding", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. "
+                   "If the RoleRef cannot be resolved, the Authorizer must return an error."), _binding_cells)
+register_printer("rbac.authorization.k8s.io", "ClusterRoleBinding", _binding_columns(
+    "clusterRoleBinding", "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot "
+                          "be resolved, the Authorizer must return an error."), _binding_cells)
+
+
 def _default_cells(o: dict, clock: _Clock) -> list:
     return [_meta(o).get("name"), _rfc3339(_meta(o).get("creationTimestamp"))]
 

@@ -1,0 +1,1 @@
+"""Admission: an ordered chain of plugins every write meets, whatever its verb path."""

@@ -1,0 +1,1 @@
+"""Authorization: may this user do this here? ``system:masters`` first, then RBAC."""

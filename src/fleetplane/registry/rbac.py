@@ -1,0 +1,256 @@
+"""The RBAC kinds (``rbac.authorization.k8s.io/v1``): Roles, ClusterRoles and their bindings.
+
+Strategies follow kube's ``pkg/registry/rbac/*/strategy.go`` and validation
+``pkg/apis/rbac/validation``: core-like (no generation, unconditional PUT allowed), names only
+need to be valid path segments (``system:discovery`` is a fine name), v1 defaulting of
+``roleRef.apiGroup`` and subject ``apiGroup``, and an immutable ``roleRef``. Escalation checks are
+not here but in the ``RBACEscalation`` admission plugin (:mod:`fleetplane.pipeline.authorization.escalation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import FieldError
+from ..apimachinery.selectors import label_key_error, label_value_error
+from .types import ResourceType, Strategy
+from .validation import dns_subdomain_error, path_segment_error, validate_labels, validate_object_meta
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+_SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
+
+
+def _rbac_name_error(name: str) -> str | None:
+    """ValidateRBACName: only the path-segment rules, which validate_object_meta applies first."""
+    return None
+
+
+def _is_list(v: Any) -> bool:
+    return isinstance(v, list)
+
+
+def validate_policy_rule(rule: Any, namespaced: bool, path: str) -> list[FieldError]:
+    """kube's ValidatePolicyRule."""
+    if not isinstance(rule, Mapping):
+        return [e.invalid(path, rule, "must be an object")]
+    errs: list[FieldError] = []
+    for key in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs"):
+        v = rule.get(key)
+        if v is not None and not (_is_list(v) and all(isinstance(x, str) for x in v)):
+            errs.append(e.invalid(f"{path}.{key}", v, "must be a list of strings"))
+    if errs:
+        return errs
+    if not rule.get("verbs"):
+        errs.append(e.required(f"{path}.verbs", "verbs must contain at least one value"))
+    urls = rule.get("nonResourceURLs")
+    if urls:
+        if namespaced:
+            errs.append(e.invalid(f"{path}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"))
+        if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+            errs.append(e.invalid(f"{path}.nonResourceURLs", urls,
+                                  "rules cannot apply to both regular resources and non-resource URLs"))
+        return errs
+    if not rule.get("apiGroups"):
+        errs.append(e.required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
+    if not rule.get("resources"):
+        errs.append(e.required(f"{path}.resources", "resource rules must supply at least one resource"))
+    return errs
+
+
+def _validate_rules(obj: Mapping, namespaced: bool) -> list[FieldError]:
+    rules = obj.get("rules")
+    if rules is None:
+        return []
+    if not _is_list(rules):
+        return [e.invalid("rules", rules, "must be a list")]
+    errs: list[FieldError] = []
+    for i, r in enumerate(rules):
+        errs += validate_policy_rule(r, namespaced, f"rules[{i}]")
+    return errs
+
+
+def validate_label_selector(sel: Any, path: str) -> list[FieldError]:
+    """metav1 ValidateLabelSelector, plus kube's "invalid label selector." when it cannot be parsed."""
+    if not isinstance(sel, Mapping):
+        return [e.invalid(path, sel, "must be an object")]
+    errs = validate_labels(sel.get("matchLabels"), f"{path}.matchLabels")
+    exprs = sel.get("matchExpressions") or []
+    if not _is_list(exprs):
+        return errs + [e.invalid(f"{path}.matchExpressions", exprs, "must be a list")]
+    for i, expr in enumerate(exprs):
+        p = f"{path}.matchExpressions[{i}]"
+        if not isinstance(expr, Mapping):
+            errs.append(e.invalid(p, expr, "must be an object"))
+            continue
+        op, values, key = expr.get("operator"), expr.get("values") or [], expr.get("key")
+        if op in ("In", "NotIn"):
+            if not values:
+                errs.append(e.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                errs.append(e.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        else:
+            errs.append(e.invalid(f"{p}.operator", op, "not a valid selector operator"))
+        why = label_key_error(key) if isinstance(key, str) else "must be a string"
+        if why:
+            errs.append(e.invalid(f"{p}.key", key, why))
+        for j, v in enumerate(values if _is_list(values) else []):
+            why = label_value_error(v) if isinstance(v, str) else "must be a string"
+            if why:
+                errs.append(e.invalid(f"{p}.values[{j}]", v, why))
+    if errs:
+        # LabelSelectorAsSelector fails too; kube reports it with the (nil) parsed selector
+        errs.append(e.invalid(path, None, "invalid label selector."))
+    return errs
+
+
+def validate_role_ref(ref: Any, kinds: tuple[str, ...]) -> list[FieldError]:
+    ref = ref if isinstance(ref, Mapping) else {}
+    errs: list[FieldError] = []
+    group = ref.get("apiGroup") or ""
+    if group != RBAC_GROUP:
+        errs.append(e.not_supported("roleRef.apiGroup", group, [RBAC_GROUP]))
+    kind = ref.get("kind") or ""
+    if kind not in kinds:
+        errs.append(e.not_supported("roleRef.kind", kind, list(kinds)))
+    name = ref.get("name")
+    if not name:
+        errs.append(e.required("roleRef.name"))
+    elif not isinstance(name, str):
+        errs.append(e.invalid("roleRef.name", name, "must be a string"))
+    else:
+        why = path_segment_error(name)
+        if why:
+            errs.append(e.invalid("roleRef.name", name, why))
+    return errs
+
+
+def validate_subject(subject: Any, namespaced: bool, path: str) -> list[FieldError]:
+    """kube's ValidateRoleBindingSubject."""
+    if not isinstance(subject, Mapping):
+        return [e.invalid(path, subject, "must be an object")]
+    errs: list[FieldError] = []
+    name = subject.get("name") or ""
+    group = subject.get("apiGroup") or ""
+    if not name:
+        errs.append(e.required(f"{path}.name"))
+    kind = subject.get("kind") or ""
+    if kind == "ServiceAccount":
+        if name:
+            why = dns_subdomain_error(name) if isinstance(name, str) else "must be a string"
+            if why:
+                errs.append(e.invalid(f"{path}.name", name, why))
+        if group:
+            errs.append(e.not_supported(f"{path}.apiGroup", group, [""]))
+        if not namespaced and not subject.get("namespace"):
+            errs.append(e.required(f"{path}.namespace"))
+    elif kind in ("User", "Group"):
+        if group != RBAC_GROUP:
+            errs.append(e.not_supported(f"{path}.apiGroup", group, [RBAC_GROUP]))
+    else:
+        errs.append(e.not_supported(f"{path}.kind", kind, _SUBJECT_KINDS))
+    return errs
+
+
+def _validate_subjects(obj: Mapping, namespaced: bool) -> list[FieldError]:
+    subjects = obj.get("subjects")
+    if subjects is None:
+        return []
+    if not _is_list(subjects):
+        return [e.invalid("subjects", subjects, "must be a list")]
+    errs: list[FieldError] = []
+    for i, s in enumerate(subjects):
+        errs += validate_subject(s, namespaced, f"subjects[{i}]")
+    return errs
+
+
+class RBACStrategy(Strategy):
+    """What the four kinds share: core-like writes, path-segment names."""
+
+    tracks_generation = False
+    allow_unconditional_update = True
+    namespaced = False
+
+    def validate_meta(self, obj: dict) -> list[FieldError]:
+        return validate_object_meta(obj, namespaced=self.namespaced, name_error=_rbac_name_error)
+
+
+class RoleStrategy(RBACStrategy):
+    namespaced = True
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return self.validate_meta(obj) + _validate_rules(obj, namespaced=True)
+
+
+class ClusterRoleStrategy(RBACStrategy):
+    def validate(self, obj: dict) -> list[FieldError]:
+        errs = self.validate_meta(obj) + _validate_rules(obj, namespaced=False)
+        agg = obj.get("aggregationRule")
+        if agg is not None:
+            selectors = agg.get("clusterRoleSelectors") if isinstance(agg, Mapping) else None
+            if not selectors:
+                errs.append(e.required("aggregationRule.clusterRoleSelectors",
+                                       "at least one clusterRoleSelector required if aggregationRule is non-nil"))
+            elif not _is_list(selectors):
+                errs.append(e.invalid("aggregationRule.clusterRoleSelectors", selectors, "must be a list"))
+            else:
+                for i, sel in enumerate(selectors):
+                    errs += validate_label_selector(sel, f"aggregationRule.clusterRoleSelectors[{i}]")
+        return errs
+
+
+def _default_binding(obj: dict) -> None:
+    """v1 defaulting: roleRef.apiGroup and User/Group subjects' apiGroup."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = RBAC_GROUP
+    for s in obj.get("subjects") or []:
+        if isinstance(s, dict) and not s.get("apiGroup") and s.get("kind") in ("User", "Group"):
+            s["apiGroup"] = RBAC_GROUP
+
+
+def _role_ref_value(ref: Any) -> dict:
+    """The internal rbac.RoleRef as field.Invalid prints it (JSON of a struct without tags)."""
+    ref = ref if isinstance(ref, Mapping) else {}
+    return {"APIGroup": ref.get("apiGroup") or "", "Kind": ref.get("kind") or "", "Name": ref.get("name") or ""}
+
+
+class _BindingStrategy(RBACStrategy):
+    role_kinds: tuple[str, ...] = ("Role", "ClusterRole")
+
+    def canonicalize(self, obj: dict) -> None:
+        _default_binding(obj)
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return (self.validate_meta(obj) + validate_role_ref(obj.get("roleRef"), self.role_kinds)
+                + _validate_subjects(obj, self.namespaced))
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        errs = self.validate(obj)
+        if _role_ref_value(obj.get("roleRef")) != _role_ref_value(old.get("roleRef")):
+            errs.append(e.invalid("roleRef", _role_ref_value(obj.get("roleRef")), "cannot change roleRef"))
+        return errs
+
+
+class RoleBindingStrategy(_BindingStrategy):
+    namespaced = True
+
+
+class ClusterRoleBindingStrategy(_BindingStrategy):
+    role_kinds = ("ClusterRole",)
+
+
+def rbac_types() -> list[ResourceType]:
+    """Fresh ResourceType objects for the four RBAC kinds."""
+    return [
+        ResourceType(RBAC_GROUP, "v1", "Role", "roles", "role", True, RoleStrategy()),
+        ResourceType(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", False, ClusterRoleStrategy()),
+        ResourceType(RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", True, RoleBindingStrategy()),
+        ResourceType(RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False,
+                     ClusterRoleBindingStrategy()),
+    ]
+
+
+RBAC_TYPES: list[ResourceType] = rbac_types()

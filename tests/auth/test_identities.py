@@ -1,0 +1,202 @@
+"""Identities and RBAC with the real kubectl and the official Python client: who may do what,
+in which logical cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..harness import Hub, Kubectl
+from .conftest import cert_kubeconfig
+
+EDIT_FOR_TEAM_A = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: devs-edit, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: team-a-devs}
+"""
+
+VIEW_FOR_VERA = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vera-view, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: vera}
+"""
+
+
+@pytest.fixture(scope="module")
+def tenants(auth_hub: Hub, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """team-a: alice's group may edit in `default`, vera may view; team-b: bob's group may edit."""
+    d = tmp_path_factory.mktemp("tenants")
+    a = Kubectl(auth_hub.kubeconfig_for("team-a", d), namespace="default")
+    a("apply", "-f", "-", stdin=EDIT_FOR_TEAM_A + "---" + VIEW_FOR_VERA)
+    a("create", "configmap", "team-a-config", "--from-literal=k=v")
+    a("create", "secret", "generic", "team-a-secret", "--from-literal=password=hunter2")
+    b = Kubectl(auth_hub.kubeconfig_for("team-b", d), namespace="default")
+    b("apply", "-f", "-", stdin=EDIT_FOR_TEAM_A.replace("team-a-devs", "team-b-devs"))
+    b("create", "secret", "generic", "team-b-secret", "--from-literal=password=swordfish")
+    return "ok"
+
+
+def test_forbidden_is_worded_as_kube_words_it(tenants, as_user) -> None:
+    alice = as_user("alice", "team-a", "default")
+    err = alice.fail("get", "rolebindings").err
+    assert ('rolebindings.rbac.authorization.k8s.io is forbidden: User "alice" cannot list resource "rolebindings" '
+            'in API group "rbac.authorization.k8s.io" in the namespace "default"') in err
+    err = alice.fail("get", "namespace", "kube-system").err
+    assert ('namespaces "kube-system" is forbidden: User "alice" cannot get resource "namespaces" in API group "" '
+            'at the cluster scope') in err
+
+
+def test_a_logical_cluster_that_binds_nobody_gives_nothing(tenants, auth_hub: Hub) -> None:
+    """Not even discovery: team-b's types are team-b's business (kcp's workspace access rule)."""
+    alice = {"Authorization": "Bearer alice-token-0123456789"}
+    for path in ("/clusters/team-b/api", "/clusters/team-b/apis", "/clusters/team-b/api/v1/namespaces/default/configmaps"):
+        assert auth_hub.request("GET", path, auth=False, headers=alice)[0] == 403, path
+    assert auth_hub.request("GET", "/clusters/team-a/api", auth=False, headers=alice)[0] == 200
+    assert auth_hub.request("GET", "/clusters/team-b/version", auth=False, headers=alice)[0] == 200
+
+
+# who, cluster, verb args, allowed?
+MATRIX = [
+    ("alice", "team-a", ("get", "configmaps"), True),
+    ("alice", "team-a", ("get", "secrets"), True),
+    ("alice", "team-a", ("create", "configmap", "made-by-alice", "--from-literal=x=y"), True),
+    ("alice", "team-a", ("get", "rolebindings"), False),  # edit does not read RBAC
+    ("alice", "team-a", ("get", "namespaces"), False),
+    ("alice", "team-b", ("get", "configmaps"), False),
+    ("alice", "team-b", ("get", "secrets"), False),
+    ("alice", "root", ("get", "logicalclusters"), False),
+    ("alice", "root", ("get", "configmaps"), False),
+    ("bob", "team-b", ("get", "secrets"), True),
+    ("bob", "team-a", ("get", "secrets"), False),
+    ("bob", "team-a", ("delete", "configmap", "team-a-config"), False),
+    ("vera", "team-a", ("get", "configmaps"), True),
+    ("vera", "team-a", ("get", "secrets"), False),  # view has no secrets
+    ("vera", "team-a", ("delete", "configmap", "team-a-config"), False),
+    ("vera", "team-b", ("get", "configmaps"), False),
+]
+
+
+@pytest.mark.parametrize("who,cluster,args,allowed", MATRIX, ids=[f"{w}-{c}-{'-'.join(a[:2])}" for w, c, a, _ in MATRIX])
+def test_tenant_matrix(tenants, as_user, who: str, cluster: str, args: tuple[str, ...], allowed: bool) -> None:
+    k = as_user(who, cluster, "default")
+    result = k(*args, check=False)
+    if allowed:
+        assert result.code == 0, result.err
+    else:
+        assert result.code != 0 and "Forbidden" in result.err, (result.out, result.err)
+
+
+def test_the_wildcard_needs_a_grant_in_root(tenants, auth_hub: Hub, as_user, admin_in) -> None:
+    code, _, raw = auth_hub.request("GET", "/clusters/*/api/v1/secrets", auth=False,
+                                    headers={"Authorization": "Bearer alice-token-0123456789"})
+    assert code == 403
+    code, body = auth_hub.json("GET", "/clusters/*/api/v1/configmaps")
+    assert code == 200 and any(i["metadata"]["name"] == "team-a-config" for i in body["items"])
+    admin_in("root")("apply", "-f", "-", stdin="""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: fleet-configmap-reader}
+rules:
+- {nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}
+- {apiGroups: [""], resources: [configmaps], verbs: [list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vera-fleet-configmaps}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: fleet-configmap-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: vera}]
+""")
+    vera = {"Authorization": "Bearer vera-token-0123456789"}
+    code, _, raw = auth_hub.request("GET", "/clusters/*/api/v1/configmaps", auth=False, headers=vera)
+    assert code == 200 and any(i["metadata"]["name"] == "team-a-config" for i in json.loads(raw)["items"])
+    assert auth_hub.request("GET", "/clusters/*/api/v1/secrets", auth=False, headers=vera)[0] == 403
+    # the wildcard is the only way in: team-b itself binds vera to nothing
+    assert auth_hub.request("GET", "/clusters/team-b/api/v1/namespaces/default/configmaps", auth=False, headers=vera)[0] == 403
+
+
+def test_whoami_and_can_i(tenants, as_user) -> None:
+    alice = as_user("alice", "team-a", "default")
+    who = alice("auth", "whoami", "-o", "json").json()["status"]["userInfo"]
+    assert who["username"] == "alice" and who["uid"] == "1001"
+    assert who["groups"] == ["team-a-devs", "system:authenticated"]
+    assert alice("auth", "can-i", "create", "configmaps").out.strip() == "yes"
+    no = alice("auth", "can-i", "create", "rolebindings", check=False)
+    assert (no.code, no.out.strip()) == (1, "no")
+    in_b = as_user("alice", "team-b", "default")("auth", "can-i", "get", "secrets", check=False)
+    assert in_b.code != 0 and "Forbidden" in in_b.err  # not a member of team-b: not even the review is open
+    listed = alice("auth", "can-i", "--list").out
+    assert "configmaps" in listed and "selfsubjectaccessreviews.authorization.k8s.io" in listed
+
+
+def test_impersonation_is_gated_by_the_impersonate_verb(tenants, auth_hub: Hub, as_user, admin_in) -> None:
+    admin = admin_in("team-a", "default")
+    err = admin("--as", "vera", "delete", "configmap", "team-a-config", check=False).err
+    assert 'User "vera" cannot delete resource "configmaps"' in err
+    assert admin("--as", "vera", "get", "configmap", "team-a-config", "-o", "name").out.strip() == "configmap/team-a-config"
+    who = admin("--as", "someone", "--as-group", "team-a-devs", "auth", "whoami", "-o", "json").json()["status"]["userInfo"]
+    assert who["username"] == "someone" and who["groups"] == ["team-a-devs", "system:authenticated"]
+    assert "Forbidden" in as_user("alice", "team-a", "default")("--as", "bob", "get", "configmaps", check=False).err
+    code, _, raw = auth_hub.request("GET", "/clusters/team-a/api/v1/namespaces/default/configmaps", auth=False,
+                                    headers={"Authorization": "Bearer alice-token-0123456789", "Impersonate-User": "bob"})
+    assert (code, json.loads(raw)["message"]) == (403, 'users "bob" is forbidden: User "alice" cannot impersonate '
+                                                       'resource "users" in API group "" at the cluster scope')
+
+
+def test_a_binding_cannot_grant_more_than_its_author_holds(tenants, admin_in, as_user) -> None:
+    admin = admin_in("team-a", "default")
+    admin("apply", "-f", "-", stdin="""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: rbac-manager, namespace: default}
+rules:
+- {apiGroups: [rbac.authorization.k8s.io], resources: [roles, rolebindings], verbs: [create, get, list]}
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-rbac-manager, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: rbac-manager}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
+""")
+    bob = as_user("bob", "team-a", "default")
+    err = bob("create", "role", "secret-reader", "--verb=get", "--resource=secrets", check=False).err
+    assert "is attempting to grant RBAC permissions not currently held" in err
+    assert '{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}' in err
+    bob("create", "role", "cm-reader", "--verb=get", "--resource=configmaps")  # what bob holds, bob may grant
+    err = bob("create", "rolebinding", "bob-admin", "--clusterrole=cluster-admin", "--user=bob", check=False).err
+    assert "is forbidden" in err and "not currently held" in err
+    bob("create", "rolebinding", "vera-cm", "--role=cm-reader", "--user=vera")
+
+
+def test_client_certificate_identities(tenants, auth_hub: Hub, tmp_path: Path) -> None:
+    cfg = cert_kubeconfig(auth_hub, tmp_path, "carol", ["team-a-devs", "qa"], ["team-a", "team-b"])
+    assert cfg.stat().st_mode & 0o077 == 0
+    carol = Kubectl(cfg, namespace="default")
+    who = carol("--context", "team-a", "auth", "whoami", "-o", "json").json()["status"]["userInfo"]
+    assert who["username"] == "carol" and who["groups"] == ["team-a-devs", "qa", "system:authenticated"]
+    assert who["extra"]["authentication.kubernetes.io/credential-id"][0].startswith("X509SHA256=")
+    assert carol("--context", "team-a", "get", "configmap", "team-a-config", "-o", "name").out.strip() == "configmap/team-a-config"
+    assert "Forbidden" in carol("--context", "team-b", "get", "configmaps", check=False).err
+
+
+def test_the_python_client_with_a_certificate(tenants, auth_hub: Hub, tmp_path: Path) -> None:
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+
+    cfg = cert_kubeconfig(auth_hub, tmp_path, "dave", ["team-a-devs"], ["team-a"])
+    api = client.CoreV1Api(config.new_client_from_config(str(cfg)))
+    names = [c.metadata.name for c in api.list_namespaced_config_map("default").items]
+    assert "team-a-config" in names
+    with pytest.raises(ApiException) as err:
+        api.list_namespace()
+    assert err.value.status == 403
+    assert json.loads(err.value.body)["message"] == ('namespaces is forbidden: User "dave" cannot list resource '
+                                                      '"namespaces" in API group "" at the cluster scope')
