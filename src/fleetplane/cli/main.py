@@ -46,7 +46,12 @@ def _controller(module: str, identity: str, **options):
 def _start(args: argparse.Namespace) -> int:
     from ..fleet.cluster_crd import CLUSTER_CRD
     from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
-    CLUSTER_CONTROLLER = SPLITTER = None  # FIXME(identities)
+    from ..fleet import identities
+    from ..fleet.identities import CLUSTER_CONTROLLER, SPLITTER
+    from ..pipeline.authorization import bootstrap
+
+    # the fleet controllers' own roles, served in every logical cluster beside kube's
+    bootstrap.add(identities.cluster_roles(), identities.cluster_role_bindings())
     from ..server.serve import Options, run
 
     storage = _storage_url(args)

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,12 @@ from .. import __version__
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..pipeline.audit import AuditLog
+from ..pipeline.authentication.serviceaccount import (
+    DISCOVERY_MAX_AGE,
+    JWKS_PATH,
+    OPENID_CONFIG_PATH,
+    TokenIssuer,
+)
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
 from . import discovery, metrics, openapi
@@ -68,10 +75,14 @@ def storage_status(exc: BaseException) -> StatusError:
 
 class HubApp:
     def __init__(self, registry: Registry, config: ServerConfig, pipeline: Pipeline | None = None,
-                 audit: AuditLog | None = None) -> None:
+                 audit: AuditLog | None = None, issuer: TokenIssuer | None = None) -> None:
         self.registry = registry
         self.config = config
         self.audit = audit
+        #: signs ServiceAccount tokens; serves each logical cluster's OIDC discovery documents
+        self.issuer = issuer
+        #: more start-up work once the registry runs (OIDC discovery)
+        self.on_startup: list[Callable[[], Awaitable[None]]] = []
         #: None: every request is served unauthenticated (``--no-auth``, tests of the bare app)
         self.pipeline = pipeline
         self.resources = ResourceHandler(registry, config.bookmark_interval)
@@ -166,6 +177,8 @@ class HubApp:
             if msg["type"] == "lifespan.startup":
                 try:
                     await self.registry.start()
+                    for fn in self.on_startup:
+                        await fn()
                     self.ready = True
                     await send({"type": "lifespan.startup.complete"})
                 except Exception as exc:
@@ -197,6 +210,10 @@ class HubApp:
             await self._discovery_core(req, info)
         elif head == "apis":
             await self._discovery_groups(req, info)
+        elif self.issuer is not None and info.path in (OPENID_CONFIG_PATH, JWKS_PATH):
+            doc = self.issuer.openid_configuration(info.cluster) if info.path == OPENID_CONFIG_PATH else self.issuer.jwks()
+            await respond_json(req, 200, doc, content_type="application/json" if info.path == OPENID_CONFIG_PATH else "application/jwk-set+json",
+                               extra=[("cache-control", f"public, max-age={DISCOVERY_MAX_AGE}")])
         elif head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
             await self._openapi_v3(req, info)
         elif not parts:

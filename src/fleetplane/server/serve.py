@@ -18,8 +18,17 @@ import uvloop
 
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
+from ..pipeline.authentication.errors import AuthenticationError
+from ..pipeline.authentication.oidc import Authenticators as OIDCAuthenticators
+from ..pipeline.authentication.oidc import load_authentication_config
 from ..pipeline.authentication.reviews import AuthenticationReviews
+from ..pipeline.authentication.serviceaccount import (
+    ServiceAccountAuthenticator,
+    TokenIssuer,
+    load_or_create_signing_key,
+)
 from ..pipeline.authentication.tokenfile import TokenFile
+from ..pipeline.authentication.tokens import CacheLookup, TokenRequestStorage, TokenSecrets
 from ..pipeline.authorization import bootstrap
 from ..pipeline.authorization.authorizer import AlwaysAllow
 from ..pipeline.authorization.authorizer import Chain as AuthorizerChain
@@ -149,22 +158,67 @@ class Reviews:
         return [*self.authorization.types(), *self.authentication.types()]
 
 
-def build_pipeline(opts: Options, creds: Credentials, registry: Registry, reviews: Reviews) -> Pipeline:
+def service_accounts(opts: Options, creds: Credentials, registry: Registry, server_url: str) -> TokenIssuer:
+    """ServiceAccount tokens: each logical cluster its own issuer (``<server>/clusters/<name>``)
+    signing with one key; TokenRequest on ``serviceaccounts/token``; legacy token Secrets filled
+    by admission."""
+    issuer = TokenIssuer(load_or_create_signing_key(creds.ca_key.parent / "service-account.key"), server_url,
+                         int(opts.service_account_max_token_expiration))
+    lookup = CacheLookup(registry.cache)
+    sa_rt = registry.catalog.lookup(ROOT, "", "v1", "serviceaccounts")
+    assert sa_rt is not None
+    sa_rt.subresources = (*sa_rt.subresources, "token")
+    sa_rt.subresource_rest["token"] = TokenRequestStorage(issuer, lookup, registry.cache.sync)
+    registry.store.admission.add(TokenSecrets(issuer, lookup, creds.ca_cert.read_bytes()))
+    return issuer
+
+
+def build_pipeline(opts: Options, creds: Credentials, registry: Registry, reviews: Reviews,
+                   issuer: TokenIssuer) -> tuple[Pipeline, OIDCAuthenticators | None]:
     """Authentication and authorization for ``opts``: client certificates, the admin token,
-    the token file; then system:masters, membership of the logical cluster, RBAC. RBAC's
-    escalation check joins the admission chain; the bootstrap policy is served (shared) in
-    every logical cluster."""
+    the token file, ServiceAccount tokens, OIDC issuers; then system:masters, membership of the
+    logical cluster, RBAC. RBAC's escalation check joins the admission chain; the bootstrap
+    policy is served (shared) in every logical cluster."""
+    sa_tokens = ServiceAccountAuthenticator(issuer, CacheLookup(registry.cache))
     tokens: list[TokenAuthenticator] = [StaticTokens({creds.token: ADMIN})]
     if opts.token_auth_file:
         tokens.append(TokenFile.load(opts.token_auth_file))
-    authn = Authenticator(tokens, AnonymousPolicy(opts.anonymous_auth), client_certificates=opts.tls)
+    tokens.append(sa_tokens)
+    anonymous = AnonymousPolicy(opts.anonymous_auth)
+    oidc = None
+    if opts.authentication_config:
+        config = load_authentication_config(opts.authentication_config, disallowed_issuers=[issuer.issuer_prefix + "*"])
+        if config.jwt:
+            oidc = OIDCAuthenticators.from_config(config)
+            tokens.append(oidc)
+        if config.anonymous is not None:
+            anonymous = AnonymousPolicy(config.anonymous.enabled, tuple(config.anonymous.conditions))
+    authn = Authenticator(tokens, anonymous, client_certificates=opts.tls)
+
+    async def review_token(token: str, cluster: str, audiences: list[str]) -> dict:
+        """TokenReview: our ServiceAccount tokens with their audiences, else the other authenticators."""
+        status = sa_tokens.review(token, cluster, audiences)
+        if status.get("authenticated") or status.get("error"):
+            return status
+        for t in tokens:
+            if t is sa_tokens:
+                continue
+            try:
+                user = await t.authenticate_token(token, cluster)
+            except AuthenticationError as exc:
+                return {"user": {}, "error": str(exc)}
+            if user is not None:
+                return {"authenticated": True, "user": user.with_authenticated_group().to_kube()}
+        return {"user": {}}
+
+    reviews.authentication.token_reviewer = review_token
     source = CachePolicySource(registry.cache)
     rbac = RBACAuthorizer(source)
     authorizer = AuthorizerChain(MembershipAuthorizer(rbac, source))
     registry.store.admission.add(EscalationPlugin(rbac))
     reviews.authorization.authorizer, reviews.authorization.rbac = authorizer, rbac
     serve_bootstrap_policy(registry, rbac)
-    return Pipeline(authn, authorizer)
+    return Pipeline(authn, authorizer), oidc
 
 
 def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
@@ -199,7 +253,9 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     registry = Registry(store, system_crds=system_crds, admission=admission,
                         extra_types=[*opts.extra_types, *reviews.types()], history_retention=opts.history_retention)
     _make_private(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}")
-    pipeline = build_pipeline(opts, creds, registry, reviews) if opts.auth else None
+    server_url = f"{'https' if opts.tls else 'http'}://{host_for_url}:{opts.port}"
+    issuer = service_accounts(opts, creds, registry, server_url)
+    pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
     audit = None
@@ -209,8 +265,9 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
             parse_policy({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]})
         audit = AuditLog(opts.audit_log_path, policy)
     app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
-                                        bookmark_interval=opts.bookmark_interval), pipeline, audit)
-    scheme = "https" if opts.tls else "http"
+                                        bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
+    if oidc is not None:
+        app.on_startup.append(oidc.start)
     config = uvicorn.Config(
         app, host=opts.bind, port=opts.port, loop="uvloop", lifespan="on",
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
@@ -223,7 +280,6 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
         http=PeerCertProtocol if opts.tls else "httptools",
         timeout_keep_alive=30, proxy_headers=False, server_header=False, date_header=False,
     )
-    server_url = f"{scheme}://{host_for_url}:{opts.port}"
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))

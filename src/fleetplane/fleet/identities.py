@@ -1,0 +1,478 @@
+"""Who fleetplane's own components are on the hub, and the least-privilege RBAC each one gets.
+
+Identities:
+
+- :data:`CLUSTER_CONTROLLER` (``system:fleetplane:cluster-controller``) and :data:`SPLITTER`
+  (``system:fleetplane:splitter``): the users the in-hub controllers authenticate as, with client
+  certificates the hub issues at start (``fleetplane start``: ``<data-dir>/identities/*.kubeconfig``).
+- A **pull-mode Syncer** of Cluster ``<name>`` acts as the ServiceAccount
+  :func:`syncer_service_account` (``fleetplane-syncer-<name>``) in namespace
+  :data:`SYNCER_NAMESPACE` of the Cluster's logical cluster; its token authenticates only there.
+  A **push-mode Syncer** runs inside the Cluster controller's process with the controller's own
+  credentials (``cluster_controller.py``: ``hub = self.ctrl.hub_endpoint.with_server(...)``), so the
+  controller's role includes everything the Syncer's does.
+
+:func:`cluster_roles` and :func:`cluster_role_bindings` are bootstrap policy: shared by every
+logical cluster, never stored (``fleetplane.pipeline.authorization.bootstrap.add`` takes them
+as they are). The controller and splitter roles are bound to their users by bootstrap in every
+logical cluster; ``/clusters/*`` list/watch is authorized in ``root`` and needs both the resource
+rule and the non-resource rule ``{nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}``, so the
+roles of components that watch across logical clusters carry that rule. The Syncer roles are
+*not* bound by bootstrap: :func:`syncer_role_binding` gives the bindings (and the per-Syncer Role
+naming its own Cluster and Lease) to create in the Syncer's logical cluster.
+
+Every rule below names the code that needs it. What RBAC cannot say (labels, name prefixes, types
+only known at run time) is said in each docstring and in docs/security.md.
+
+This module imports nothing heavy: ``fleetplane start`` imports it before the hub runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..inventory import constants as ic
+from .cluster_crd import GROUP as CLUSTER_GROUP
+from .cluster_crd import LABEL_CLUSTER
+from .cluster_crd import PLURAL as CLUSTER_PLURAL
+from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
+
+__all__ = [
+    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
+    "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
+    "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
+    "synced_type_rules",
+]
+
+#: the user the in-hub Cluster controller authenticates as (a client certificate); also its
+#: ClusterRole and ClusterRoleBinding
+CLUSTER_CONTROLLER = "system:fleetplane:cluster-controller"
+#: the user the in-hub Deployment splitter authenticates as; also its ClusterRole and binding
+SPLITTER = "system:fleetplane:splitter"
+#: what every Syncer may do in its logical cluster (bound per Syncer, never by bootstrap)
+SYNCER_ROLE = "system:fleetplane:syncer"
+#: Secrets, for the Syncers of Clusters that sync ``secrets`` (bound per Syncer, only then)
+SYNCER_SECRETS_ROLE = "system:fleetplane:syncer:secrets"
+
+#: where a Syncer's ServiceAccount lives in the Cluster's logical cluster. Not the Cluster's own
+#: namespace, although the Syncer's Lease is there: the Syncer's rights span its whole logical
+#: cluster, and kube's ``edit`` role (which tenants get per namespace) may mint tokens for, and
+#: impersonate, every ServiceAccount of its namespace. A namespace of its own keeps those rights
+#: with whoever administers fleetplane in that logical cluster, as kube keeps its controllers'
+#: ServiceAccounts in kube-system.
+SYNCER_NAMESPACE = "fleetplane-system"
+
+#: leader election (``fleet/leader.py``): Lease ``kube-system/<name>`` in the logical cluster of
+#: the controller's kubeconfig (``root`` for ``fleetplane start``)
+LEADER_ELECTION_NAMESPACE = "kube-system"
+#: ``cluster_controller.run_in_hub``: ``run_as_leader("fleetplane-cluster-controller", ...)``
+CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
+#: ``splitter.LEASE_NAME``
+SPLITTER_LEASE = "fleetplane-splitter"
+#: the non-resource path the ``/clusters/*`` wildcard is authorized against (in ``root``)
+WILDCARD_PATH = "/clusters/*"
+#: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
+#: what a Cluster without ``spec.resources`` syncs, and so what the static roles cover
+SYNCER_DEFAULT_RESOURCES: tuple[str, ...] = ("deployments.apps", "configmaps", "secrets", "serviceaccounts")
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+API_VERSION = f"{RBAC_GROUP}/v1"
+BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+BOOTSTRAP_ANNOTATIONS = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+#: on the per-Syncer objects: who keeps them, and for which Cluster
+MANAGED_BY = "fleetplane-cluster-controller"
+#: the annotation every hub object carries naming its logical cluster (the hub sets it on create)
+LOGICAL_CLUSTER_ANNOTATION = "kcp.io/cluster"
+
+CORE, APPS, APIEXTENSIONS, COORDINATION = "", "apps", "apiextensions.k8s.io", "coordination.k8s.io"
+#: the hub's built-in types without a status subresource (nothing to write through /status)
+_NO_STATUS = frozenset({("", "configmaps"), ("", "secrets"), ("", "serviceaccounts"), ("", "namespaces")})
+_WATCH_VERBS = ("list", "watch")
+#: what object sync does to a synced type on the hub: informer (list, watch), reads by name, and
+#: metadata/status/retained-field patches -- never create, update or delete
+_SYNC_VERBS = ("get", "list", "watch", "patch")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+# -- building blocks ---------------------------------------------------------------------------
+
+
+def _rule(verbs: Iterable[str], groups: Iterable[str] = (), resources: Iterable[str] = (),
+          names: Iterable[str] = (), urls: Iterable[str] = ()) -> dict[str, Any]:
+    """A PolicyRule as kube serves bootstrap rules: sorted lists, empty fields left out."""
+    out: dict[str, Any] = {"verbs": sorted(set(verbs))}
+    if urls:
+        out["nonResourceURLs"] = sorted(set(urls))
+        return out
+    out["apiGroups"] = sorted(set(groups))
+    out["resources"] = sorted(set(resources))
+    if names:
+        out["resourceNames"] = sorted(set(names))
+    return out
+
+
+def _key(rule: dict[str, Any]) -> tuple:
+    return tuple(tuple(rule.get(k) or ()) for k in ("apiGroups", "resources", "resourceNames", "nonResourceURLs"))
+
+
+def _merge(*rule_lists: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rules over the same groups, resources, names and URLs merged (verbs unioned), in first-seen order."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for rules in rule_lists:
+        for r in rules:
+            k = _key(r)
+            if k in merged:
+                merged[k] = {**merged[k], "verbs": sorted(set(merged[k]["verbs"]) | set(r["verbs"]))}
+            else:
+                merged[k] = dict(r)
+    return list(merged.values())
+
+
+def _bootstrap_meta(name: str) -> dict[str, Any]:
+    return {"name": name, "labels": dict(BOOTSTRAP_LABELS), "annotations": dict(BOOTSTRAP_ANNOTATIONS)}
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "ClusterRole", "metadata": _bootstrap_meta(name), "rules": rules}
+
+
+def _user_binding(name: str, user: str) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "ClusterRoleBinding", "metadata": _bootstrap_meta(name),
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": user}]}
+
+
+def _group_resource(spec: str) -> tuple[str, str]:
+    """``deployments.apps`` -> (``apps``, ``deployments``); ``configmaps`` -> (``""``, ``configmaps``).
+    A name without a group is taken as the core group (the Syncer tries the core group first)."""
+    plural, _, group = spec.strip().lower().partition(".")
+    return ("" if group == "core" else group), plural
+
+
+def synced_type_rules(resources: Iterable[str]) -> list[dict[str, Any]]:
+    """The rules object sync needs on the hub for each of ``resources`` (``deployments.apps``,
+    ``configmaps``, ``widgets.example.com``), per ``syncer/objectsync.py``:
+
+    - ``list``, ``watch``: the hub informer, label-selected ``kcp.dev/cluster=<cluster>``
+      (objectsync.py:219 through informer.py:189/217), and the unselected sweep for objects that
+      lost the label while no Syncer ran (objectsync.py:297);
+    - ``get``: a reconcile re-reads a hub object by name (objectsync.py:725, 742);
+    - ``patch``: the sync state annotation and the Syncer's finalizer (objectsync.py:637), the
+      retained fields copied up (objectsync.py:699), the finalizer removed (objectsync.py:718);
+    - ``patch`` on ``<resource>/status``: the cluster's status copied up (objectsync.py:679), for
+      types with a status subresource on the hub (not configmaps, secrets, serviceaccounts).
+
+    No create, update or delete: the Syncer never makes or removes hub objects of synced types.
+    RBAC cannot narrow these to objects labelled for one cluster (see docs/security.md). ``"*"``
+    cannot be expressed (the types are whatever the clusters offer) and is skipped.
+    """
+    rules: list[dict[str, Any]] = []
+    for spec in resources:
+        if spec.strip() == "*":
+            continue
+        group, plural = _group_resource(spec)
+        rules.append(_rule(_SYNC_VERBS, [group], [plural]))
+        if (group, plural) not in _NO_STATUS:
+            rules.append(_rule(["patch"], [group], [f"{plural}/status"]))
+    return _merge(rules)
+
+
+# -- the Syncer ----------------------------------------------------------------------------------
+
+
+def _syncer_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:syncer``: what every Syncer (``fleet/syncer/``) does on the hub, in its
+    own logical cluster, whatever it syncs (Secrets aside: :func:`_syncer_secrets_rules`).
+
+    - ``get`` on ``/api``, ``/api/*``, ``/apis``, ``/apis/*``: the hub's discovery, every pass of
+      the type loop (typesync.py:120) and the object loop (syncer/__init__.py:164), through
+      discovery.py:108-109 (aggregated) and discovery.py:126 (legacy). kube's ``system:discovery``
+      (bound to every authenticated user; a ServiceAccount is a member of the logical cluster that
+      issued its token) gives the same today; the rule keeps the Syncer independent of that binding,
+      which a logical cluster may shadow.
+    - customresourcedefinitions ``list`` (typesync.py:125, every pass), ``create`` (import,
+      typesync.py:256, and the permissive fallback typesync.py:268), ``update`` (the hub schema
+      follows its only source cluster, typesync.py:230), ``patch`` (the ``imported-from`` label and
+      the ``schema-conflicts`` annotation, typesync.py:296; the label removed when the cluster stops
+      serving the type, typesync.py:318). No get, watch or delete: the Syncer never deletes a CRD.
+      RBAC cannot limit update/patch to the CRDs this cluster imported (their names are the
+      clusters' types, their mark is a label).
+    - namespaces ``get``, ``list``, ``watch``, ``patch``: namespaces are always a synced type
+      (syncer/__init__.py:215), with the calls of :func:`synced_type_rules`.
+    - the other default synced types (:data:`SYNCER_DEFAULT_RESOURCES` without secrets):
+      configmaps and serviceaccounts (core), deployments (apps; an imported CRD on the hub), with
+      ``deployments/status`` -- see :func:`synced_type_rules`. Other types a Cluster names need
+      their own grant (:func:`syncer_role_binding` ``resources=``); ``"*"`` cannot be expressed.
+    - events ``create`` and ``patch``: the Syncer's EventRecorder (syncer/__init__.py:107) creates
+      Events (kube/events.py:123) and bumps the count of repeats within 10 minutes
+      (kube/events.py:107), in the object's namespace (``default`` for CRDs and Namespaces).
+
+    Nothing on Secrets, RBAC, LogicalClusters, Clusters or Leases here; the Syncer's own Cluster
+    and Lease are in the per-Syncer Role (:func:`syncer_role_binding`).
+    """
+    types = [r for r in SYNCER_DEFAULT_RESOURCES if _group_resource(r) != ("", "secrets")]
+    return _merge(
+        [_rule(["get"], urls=["/api", "/api/*", "/apis", "/apis/*"]),
+         _rule(["create", "list", "patch", "update"], [APIEXTENSIONS], ["customresourcedefinitions"]),
+         _rule(_SYNC_VERBS, [CORE], ["namespaces"])],
+        synced_type_rules(types),
+        [_rule(["create", "patch"], [CORE], ["events"])],
+    )
+
+
+def _syncer_secrets_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:syncer:secrets``: Secrets, for a Syncer whose Cluster syncs ``secrets``
+    (in :data:`SYNCER_DEFAULT_RESOURCES`, so any Cluster without ``spec.resources``).
+
+    ``get``, ``list``, ``watch``, ``patch`` as for any synced type (:func:`synced_type_rules`); no
+    create, update or delete. What syncing needs is narrower than RBAC can say: the informer lists
+    only Secrets labelled ``kcp.dev/cluster=<cluster>``, but the sweep (objectsync.py:297) lists
+    every Secret of the logical cluster, and a by-name ``get`` or ``patch`` cannot be tied to a
+    label. So the holder can read every Secret of its logical cluster; docs/security.md proposes
+    the label-aware check that would close it.
+    """
+    return synced_type_rules(["secrets"])
+
+
+def syncer_service_account(cluster_name: str) -> str:
+    """The ServiceAccount the Syncer of Cluster ``cluster_name`` acts as (in
+    :data:`SYNCER_NAMESPACE` of the Cluster's logical cluster): ``fleetplane-syncer-<name>`` when
+    that is a valid DNS label, else a lower-cased, shortened form with a hash of the name, so two
+    Clusters never share one (``a.b`` and ``a-b`` differ)."""
+    if not cluster_name:
+        raise ValueError("cluster_name is required")
+    name = f"fleetplane-syncer-{cluster_name}"
+    if len(name) <= 63 and _DNS_LABEL.match(name):
+        return name
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:10]
+    stem = re.sub(r"[^a-z0-9-]+", "-", cluster_name.lower())
+    head = f"fleetplane-syncer-{stem}"[:63 - 1 - len(digest)].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def syncer_lease_name(cluster_name: str) -> str:
+    """The Lease a pull-mode Syncer renews (``cluster_controller.lease_name``), in the Cluster's namespace."""
+    return f"syncer-{cluster_name}"
+
+
+def _label_value(value: str) -> str:
+    if len(value) <= 63 and _LABEL_VALUE.match(value):
+        return value
+    return f"{value[:40].strip('.-_')}-{hashlib.sha256(value.encode()).hexdigest()[:10]}"
+
+
+def _syncer_meta(name: str, logical_cluster: str, cluster_name: str, namespace: str = "") -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if namespace:
+        md["namespace"] = namespace
+    md["labels"] = {"app.kubernetes.io/managed-by": MANAGED_BY, LABEL_CLUSTER: _label_value(cluster_name)}
+    md["annotations"] = {LOGICAL_CLUSTER_ANNOTATION: logical_cluster}
+    return md
+
+
+def syncer_role_binding(logical_cluster: str, cluster_name: str, sa_namespace: str = SYNCER_NAMESPACE, *,
+                        cluster_namespace: str = "default",
+                        resources: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The RBAC objects that let the Syncer of Cluster ``cluster_namespace/cluster_name`` in
+    ``logical_cluster`` do its work, for its ServiceAccount :func:`syncer_service_account` in
+    ``sa_namespace``. To be created in that logical cluster (``/clusters/<logical_cluster>/...``;
+    each carries the ``kcp.io/cluster`` annotation naming it). The token of that ServiceAccount
+    authenticates only in its own logical cluster, so nothing here reaches another one.
+
+    1. ClusterRoleBinding ``fleetplane:syncer:<name>`` to :data:`SYNCER_ROLE` (cluster-wide in the
+       logical cluster: objects sync from every namespace; namespaces and CRDs are cluster-scoped).
+    2. ClusterRoleBinding ``fleetplane:syncer-secrets:<name>`` to :data:`SYNCER_SECRETS_ROLE`,
+       only when ``resources`` (default :data:`SYNCER_DEFAULT_RESOURCES`) include ``secrets``
+       or ``"*"``.
+    3. Role and RoleBinding ``fleetplane:syncer:<name>`` in ``cluster_namespace``, the pull-mode
+       syncer's own calls (``fleet/cluster_pull.py``):
+
+       - clusters ``get`` with ``resourceNames: [<name>]``: its own Cluster, every pass
+         (cluster_pull.py:220). Not list or watch, and no other Cluster: another Cluster's
+         ``spec.kubeconfig`` is another physical cluster's credential.
+       - leases ``get``, ``patch`` with ``resourceNames: [syncer-<name>]``: its heartbeat and report
+         (cluster_pull.py:215, 270), not another Syncer's.
+       - leases ``create``: the first renewal creates the Lease (cluster_pull.py:268). RBAC cannot
+         name the object of a create, so this allows any Lease in ``cluster_namespace``; letting the
+         Cluster controller create the Lease (empty holder) when it provisions the Syncer would
+         remove this rule.
+    4. For each type in ``resources`` beyond :data:`SYNCER_DEFAULT_RESOURCES`: ClusterRole and
+       ClusterRoleBinding ``fleetplane:syncer:<name>:types`` with :func:`synced_type_rules`. Its
+       author must hold those rights (kube's escalation check), which the Cluster controller does
+       only for the default types: an administrator of the logical cluster creates it, or the
+       planned per-logical-cluster role for CRD-defined types replaces it (docs/security.md).
+       ``"*"`` cannot be expressed beyond the default types.
+    """
+    if not logical_cluster or logical_cluster == "*":
+        raise ValueError("logical_cluster must name one logical cluster")
+    if not sa_namespace or not cluster_namespace:
+        raise ValueError("sa_namespace and cluster_namespace are required")
+    sa = syncer_service_account(cluster_name)
+    wanted = list(SYNCER_DEFAULT_RESOURCES if resources is None else resources)
+    name = f"fleetplane:syncer:{cluster_name}"
+
+    def subjects() -> list[dict[str, str]]:  # a fresh list per object: nothing shared between them
+        return [{"kind": "ServiceAccount", "name": sa, "namespace": sa_namespace}]
+
+    def crb(binding: str, role: str) -> dict[str, Any]:
+        return {"apiVersion": API_VERSION, "kind": "ClusterRoleBinding",
+                "metadata": _syncer_meta(binding, logical_cluster, cluster_name),
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}, "subjects": subjects()}
+
+    out = [crb(name, SYNCER_ROLE)]
+    if "*" in wanted or any(_group_resource(r) == ("", "secrets") for r in wanted):
+        out.append(crb(f"fleetplane:syncer-secrets:{cluster_name}", SYNCER_SECRETS_ROLE))
+    lease = syncer_lease_name(cluster_name)
+    out.append({"apiVersion": API_VERSION, "kind": "Role",
+                "metadata": _syncer_meta(name, logical_cluster, cluster_name, cluster_namespace),
+                "rules": [_rule(["get"], [CLUSTER_GROUP], [CLUSTER_PLURAL], [cluster_name]),
+                          _rule(["get", "patch"], [COORDINATION], ["leases"], [lease]),
+                          _rule(["create"], [COORDINATION], ["leases"])]})
+    out.append({"apiVersion": API_VERSION, "kind": "RoleBinding",
+                "metadata": _syncer_meta(name, logical_cluster, cluster_name, cluster_namespace),
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name}, "subjects": subjects()})
+    defaults = {_group_resource(r) for r in SYNCER_DEFAULT_RESOURCES}
+    extra = [r for r in wanted if r.strip() != "*" and _group_resource(r) not in defaults]
+    if extra:
+        types = f"{name}:types"
+        out.append({"apiVersion": API_VERSION, "kind": "ClusterRole",
+                    "metadata": _syncer_meta(types, logical_cluster, cluster_name), "rules": synced_type_rules(extra)})
+        out.append(crb(types, types))
+    return out
+
+
+# -- the Cluster controller ----------------------------------------------------------------------
+
+
+def _cluster_controller_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:cluster-controller`` (``fleet/cluster_controller.py`` and its helpers),
+    bound to :data:`CLUSTER_CONTROLLER` in every logical cluster. Its own calls:
+
+    - ``/clusters/*`` ``list``, ``watch`` and clusters ``list``, ``watch``: the one informer over
+      every logical cluster's Clusters (cluster_controller.py:219; informer.py:189, 217).
+    - clusters ``patch``: its finalizer added and removed, guarded by resourceVersion
+      (cluster_controller.py:879). ``get``: planned, for the per-Syncer Role (below).
+    - clusters/status ``patch``: conditions and the rest (cluster_controller.py:842), and
+      ``CleanupPending`` while a deletion waits (cluster_controller.py:945).
+    - clusterprofiles ``get`` (cluster_controller.py:700, 920), ``create``
+      (cluster_controller.py:707), ``delete`` (its own, on cleanup: cluster_controller.py:922);
+      clusterprofiles/status ``patch``: server-side apply through the StatusWriter
+      (cluster_controller.py:294; inventory/status.py:344 does the same when given an ApiClient).
+    - secrets ``get``, ``create``, ``patch``, ``delete``: the credentials Secret named after each
+      Cluster, in the Cluster's namespace (cluster_controller.py:750, 761, 763, 757; cleanup 924,
+      926). The names are the Clusters' names, so no ``resourceNames``: this is every Secret of
+      every logical cluster.
+    - leases ``get``: a pull-mode syncer's Lease ``syncer-<name>`` in the Cluster's namespace, every
+      reconcile (cluster_controller.py:647), ``delete`` on cleanup (cluster_controller.py:928).
+    - leases ``create`` and ``update`` on ``kube-system/fleetplane-cluster-controller`` in root:
+      leader election (cluster_controller.py:1008; leader.py:125 read, 130 create, 147 and 227
+      replace). Update is limited by name; create cannot be, and bootstrap policy has no namespaced
+      Roles, so create is granted in every namespace.
+    - events ``create``: one Event per state change, never aggregated (window 0:
+      cluster_controller.py:217, 872; kube/events.py:123).
+    - cleanup (cluster_cleanup.py ``release_hub_objects``): for each type in the Cluster's
+      ``status.types``: ``list`` labelled ``kcp.dev/cluster=<name>`` (cluster_cleanup.py:81),
+      ``patch`` the Syncer's finalizer and sync state off (119), ``get`` after a conflict (126);
+      customresourcedefinitions ``list`` (87) and ``patch`` (90) the ``imported-from`` label off.
+      Covered for the default synced types (the Syncer rules); others as for the Syncer.
+
+    Push-mode Syncers run in this process with this identity (cluster_controller.py:590, 597), so
+    the role also carries :func:`_syncer_rules` and :func:`_syncer_secrets_rules` -- in every
+    logical cluster, where a pull-mode Syncer's grant is in one. That makes this identity a reader
+    of every Secret; docs/security.md says how per-Syncer tokens would end that.
+
+    Planned (no code yet): provisioning the pull-mode Syncers' identity -- the ServiceAccount
+    (serviceaccounts ``create``, ``get``, ``delete``; namespaces ``create`` for
+    :data:`SYNCER_NAMESPACE`), the bindings of :func:`syncer_role_binding` (clusterrolebindings,
+    rolebindings, roles ``create``, ``get``, ``delete``), ``bind`` on exactly the two Syncer
+    ClusterRoles (so binding them never depends on holding their rules), and clusters ``get`` plus
+    leases ``patch``, which kube's escalation check wants the author of the per-Syncer Role to hold.
+    No ``escalate`` (it would allow any Role) and no TokenRequest (``serviceaccounts/token``
+    cannot be limited to the Syncers' ServiceAccounts).
+    """
+    own = [
+        _rule(_WATCH_VERBS, urls=[WILDCARD_PATH]),
+        _rule(["list", "patch", "watch"], [CLUSTER_GROUP], [CLUSTER_PLURAL]),
+        _rule(["patch"], [CLUSTER_GROUP], [f"{CLUSTER_PLURAL}/status"]),
+        _rule(["create", "delete", "get"], [ic.GROUP], [ic.PLURAL]),
+        _rule(["patch"], [ic.GROUP], [f"{ic.PLURAL}/status"]),
+        _rule(["create", "delete", "get", "patch"], [CORE], ["secrets"]),
+        _rule(["create", "delete", "get"], [COORDINATION], ["leases"]),
+        _rule(["update"], [COORDINATION], ["leases"], [CLUSTER_CONTROLLER_LEASE]),
+        _rule(["create"], [CORE], ["events"]),
+        _rule(["list", "patch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
+    ]
+    planned = [
+        _rule(["get"], [CLUSTER_GROUP], [CLUSTER_PLURAL]),
+        _rule(["patch"], [COORDINATION], ["leases"]),
+        _rule(["create"], [CORE], ["namespaces"]),
+        _rule(["create", "delete", "get"], [CORE], ["serviceaccounts"]),
+        _rule(["create", "delete", "get"], [RBAC_GROUP], ["clusterrolebindings", "rolebindings", "roles"]),
+        _rule(["bind"], [RBAC_GROUP], ["clusterroles"], [SYNCER_ROLE, SYNCER_SECRETS_ROLE]),
+    ]
+    return _merge(own, planned, _syncer_rules(), _syncer_secrets_rules())
+
+
+# -- the splitter --------------------------------------------------------------------------------
+
+
+def _splitter_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:splitter`` (``fleet/splitter/controller.py``), bound to :data:`SPLITTER`
+    in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its five informers
+      (controller.py:193-199): deployments (apps), clusterprofiles, namespaces (their ClusterSet
+      labels), customresourcedefinitions (to notice ``deployments.apps`` appear) and
+      clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
+    - deployments ``create`` (a child, controller.py:664), ``update`` (a child's template and
+      replicas, controller.py:701), ``delete`` (a child, uid-guarded, controller.py:648), ``patch``
+      (a parent's decision annotation, controller.py:867); deployments/status ``patch`` (the
+      parent's aggregated status, controller.py:773). It cannot tell parents from children by
+      RBAC (a label), so these apply to every Deployment.
+    - clusterdaemonsets ``patch`` (decision annotation, controller.py:867) and
+      clusterdaemonsets/status ``patch`` (controller.py:773); its children are Deployments.
+    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:185;
+      kube/events.py:123, 107).
+    - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
+      cannot name a create): leader election in root (splitter/__init__.py:69; leader.py:125, 130,
+      147, 222, 227).
+
+    No Secrets, no RBAC, no ServiceAccounts.
+    """
+    wide = [(APPS, "deployments"), (ic.GROUP, ic.PLURAL), (CORE, "namespaces"),
+            (APIEXTENSIONS, "customresourcedefinitions"), (CDS_GROUP, CDS_PLURAL)]
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, [g], [r]) for g, r in wide],
+        [_rule(["create", "delete", "patch", "update"], [APPS], ["deployments"]),
+         _rule(["patch"], [APPS], ["deployments/status"]),
+         _rule(["patch"], [CDS_GROUP], [CDS_PLURAL]),
+         _rule(["patch"], [CDS_GROUP], [f"{CDS_PLURAL}/status"]),
+         _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [SPLITTER_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
+# -- bootstrap policy ----------------------------------------------------------------------------
+
+
+def cluster_roles() -> list[dict[str, Any]]:
+    """The bootstrap ClusterRoles of fleetplane's components, served in every logical cluster."""
+    return [
+        _cluster_role(CLUSTER_CONTROLLER, _cluster_controller_rules()),
+        _cluster_role(SPLITTER, _splitter_rules()),
+        _cluster_role(SYNCER_ROLE, _syncer_rules()),
+        _cluster_role(SYNCER_SECRETS_ROLE, _syncer_secrets_rules()),
+    ]
+
+
+def cluster_role_bindings() -> list[dict[str, Any]]:
+    """The bootstrap ClusterRoleBindings: the two in-hub controllers, to their users, in every
+    logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
+    return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER)]
