@@ -331,8 +331,15 @@ def test_pull_mode_reports_through_the_syncers_lease(fleet: Fleet, cluster_b: Ph
     fleet.apply_cluster("pulled", None, syncerMode="Pull", location="eu-west-1", resources=["configmaps"])
     _, _, msg = fleet.wait_condition("pulled", "Connected", "Unknown", "WaitingForSyncer")
     assert "fleetplane syncer manifests --cluster pulled" in msg
+    # The Syncer runs on the credential `syncer manifests` installs: its own ServiceAccount's token.
+    out = subprocess.run([*fleetplane("syncer"), "syncer", "manifests", "--cluster", "pulled",
+                          "--hub-kubeconfig", str(fleet.kubeconfig), "--resources", "configmaps"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    secret = next(d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Secret")
+    own = tmp_path / "syncer-hub.kubeconfig"
+    own.write_text(secret["stringData"]["kubeconfig"])
     cmd = [*fleetplane("syncer"), "syncer",
-           "--hub-kubeconfig", str(fleet.kubeconfig), "--cluster", "pulled",
+           "--hub-kubeconfig", str(own), "--cluster", "pulled",
            "--cluster-kubeconfig", str(cluster_b.kubeconfig), "--interval", "0.3", "--lease-duration", "2",
            "--poll-interval", "1"]
     log = open(tmp_path / "syncer.log", "ab")  # noqa: SIM115
@@ -376,6 +383,24 @@ def test_syncer_manifests(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> N
                                          "Deployment"]
     kc = yaml.safe_load(docs[4]["stringData"]["kubeconfig"])
     assert kc["clusters"][0]["cluster"]["server"] == f"https://hub.example:6443/clusters/{fleet.lc}"
+    # The member cluster gets the Syncer's own ServiceAccount token, not the admin's credential.
+    token = kc["users"][0]["user"]["token"]
+    admin = yaml.safe_load(fleet.kubeconfig.read_text())["users"][0]["user"]
+    assert token != admin.get("token") and "client-key-data" not in kc["users"][0]["user"]
+
+    def as_syncer(path: str) -> int:
+        return fleet.hub.request("GET", path, auth=False, headers={"Authorization": f"Bearer {token}"})[0]
+
+    review = fleet.hub.request("POST", f"/clusters/{fleet.lc}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                               {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, auth=False,
+                               headers={"Authorization": f"Bearer {token}"})
+    assert json.loads(review[2])["status"]["userInfo"]["username"] == "system:serviceaccount:fleetplane-system:fleetplane-syncer-edge-1"
+    assert as_syncer(f"/clusters/{fleet.lc}/api/v1/namespaces/fleet/configmaps?labelSelector=kcp.dev%2Fcluster%3Dedge-1") == 200
+    assert as_syncer(f"/clusters/{fleet.lc}/apis/rbac.authorization.k8s.io/v1/rolebindings") == 403
+    assert as_syncer(f"/clusters/{fleet.lc}/apis/tenancy.fleetplane.io/v1alpha1/logicalclusters") in (403, 404)
+    assert as_syncer(f"/clusters/{fleet.lc}/apis/cluster.example.dev/v1alpha1/namespaces/fleet/clusters") == 403
+    assert as_syncer("/api/v1/namespaces/default/configmaps") == 401  # another logical cluster
+    assert as_syncer("/clusters/*/api/v1/secrets") == 401
     args = docs[5]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["syncer", "--hub-kubeconfig"] and "edge-1" in args and fleet.lc in args
     rules = docs[2]["rules"]

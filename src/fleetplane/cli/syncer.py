@@ -8,7 +8,12 @@
 
 ``fleetplane syncer manifests --cluster NAME [--hub-kubeconfig HUB] [--hub-server URL] [--image IMG]``
 prints what a real cluster needs to run it: a Namespace, ServiceAccount, ClusterRole and binding,
-a Secret with the hub kubeconfig (scoped to the logical cluster), and a Deployment.
+a Secret with a hub kubeconfig, and a Deployment. The kubeconfig never carries HUB's own
+credentials: the command first gives the Syncer its own identity on the hub (a ServiceAccount in
+``fleetplane-system`` of the logical cluster, with least-privilege bindings, see
+:func:`fleetplane.fleet.identities.syncer_role_binding`) and puts that ServiceAccount's token in
+the kubeconfig; it works in that logical cluster only, and deleting the Secret
+``fleetplane-system/fleetplane-syncer-<name>-token`` on the hub revokes it.
 """
 
 from __future__ import annotations
@@ -69,28 +74,39 @@ def _common(p: argparse.ArgumentParser, run: bool) -> None:
 
 
 def run_manifests(args: argparse.Namespace) -> int:
+    import asyncio
+
     import yaml
 
     from ..fleet.cluster_pull import (
         DEFAULT_IMAGE,
         DEFAULT_SYNCER_NAMESPACE,
         hub_kubeconfig_for,
+        provision_syncer,
         render_manifests,
     )
     from ..fleet.syncer import DEFAULT_RESOURCES
+    from ..kube.client import ApiError, Unreachable
     from ..kube.kubeconfig import KubeconfigError
 
     if not args.hub_kubeconfig or not args.cluster:
         print("fleetplane syncer manifests: error: --cluster and --hub-kubeconfig (or $FLEETPLANE_HUB_KUBECONFIG, "
               "$KUBECONFIG) are required", file=sys.stderr)
         return 2
+    resources = _resources(args) or list(DEFAULT_RESOURCES)
     try:
-        lc, kubeconfig = hub_kubeconfig_for(args.hub_kubeconfig, args.logical_cluster, args.hub_context, args.hub_server)
+        lc, _ = hub_kubeconfig_for(args.hub_kubeconfig, args.logical_cluster, args.hub_context, args.hub_server)
+        # The member cluster gets the Syncer's own ServiceAccount token, never the caller's credentials.
+        token = asyncio.run(provision_syncer(args.hub_kubeconfig, lc, args.cluster, args.namespace, resources, args.hub_context))
+        lc, kubeconfig = hub_kubeconfig_for(args.hub_kubeconfig, lc, args.hub_context, args.hub_server, token=token)
     except KubeconfigError as exc:
         print(f"fleetplane syncer manifests: error: hub kubeconfig: {exc}", file=sys.stderr)
         return 2
+    except (ApiError, Unreachable) as exc:
+        print(f"fleetplane syncer manifests: error: provisioning the Syncer's identity on the hub: {exc}", file=sys.stderr)
+        return 1
     docs = render_manifests(cluster=args.cluster, namespace=args.namespace, logical_cluster=lc, hub_kubeconfig=kubeconfig,
-                            resources=_resources(args) or list(DEFAULT_RESOURCES), image=args.image or DEFAULT_IMAGE,
+                            resources=resources, image=args.image or DEFAULT_IMAGE,
                             syncer_namespace=args.syncer_namespace or DEFAULT_SYNCER_NAMESPACE)
     sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
     return 0

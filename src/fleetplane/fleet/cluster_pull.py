@@ -22,7 +22,9 @@ to run it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -70,13 +72,64 @@ def logical_cluster_of(server: str, explicit: str | None = None) -> str:
 
 
 def hub_kubeconfig_for(hub_kubeconfig: str | Path, logical_cluster: str | None = None, context: str | None = None,
-                       server: str | None = None) -> tuple[str, dict[str, Any]]:
+                       server: str | None = None, token: str | None = None) -> tuple[str, dict[str, Any]]:
     """(logical cluster, a self-contained kubeconfig for it) from the hub kubeconfig; ``server``
-    replaces the hub's address (as seen from inside a cluster)."""
+    replaces the hub's address (as seen from inside a cluster); ``token`` replaces the
+    credentials (the Syncer's own ServiceAccount token: the caller's never leaves its machine)."""
     hub = parse_kubeconfig(Path(hub_kubeconfig), context, allow_files=True)
     lc = logical_cluster_of(hub.server, logical_cluster)
     base = hub_base(server or hub.server)
-    return lc, hub.with_server(f"{base}/clusters/{lc}").to_kubeconfig(f"hub-{lc}".replace(":", "-"))
+    target = hub.with_server(f"{base}/clusters/{lc}")
+    if token is not None:
+        target = dataclasses.replace(target, token=token, client_cert_data=None, client_key_data=None)
+    return lc, target.to_kubeconfig(f"hub-{lc}".replace(":", "-"))
+
+
+async def provision_syncer(hub_kubeconfig: str | Path, logical_cluster: str, cluster: str, namespace: str,
+                           resources: list[str], context: str | None = None) -> str:
+    """Give the Syncer of Cluster ``namespace/cluster`` its own identity on the hub, as whoever
+    runs ``syncer manifests`` (an admin of the logical cluster): the ServiceAccount
+    :func:`~fleetplane.fleet.identities.syncer_service_account` in ``fleetplane-system``, its
+    least-privilege bindings, and a token Secret for it. Returns the token, which works only in
+    ``logical_cluster`` and dies with its Secret (delete it to revoke the member's access)."""
+    from ..kube.client import ApiError, Client
+    from . import identities
+
+    hub = parse_kubeconfig(Path(hub_kubeconfig), context, allow_files=True)
+    client = Client(hub.with_server(f"{hub_base(hub.server)}/clusters/{logical_cluster}"), "fleetplane-syncer-manifests")
+    ns, sa = identities.SYNCER_NAMESPACE, identities.syncer_service_account(cluster)
+    manager = "fleetplane-syncer-manifests"
+    try:
+        for path, obj in (("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                          ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+                          (f"/api/v1/namespaces/{ns}/serviceaccounts",
+                           {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})):
+            try:
+                await client.create(path, obj, manager)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+        for obj in identities.syncer_role_binding(logical_cluster, cluster, ns, cluster_namespace=namespace, resources=resources):
+            kind, meta = obj["kind"], obj["metadata"]
+            plural = {"Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles",
+                      "ClusterRoleBinding": "clusterrolebindings"}[kind]
+            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+            await client.apply(f"/apis/rbac.authorization.k8s.io/v1{where}/{plural}/{meta['name']}", obj, manager)
+        secret = f"{sa}-token"
+        try:
+            await client.create(f"/api/v1/namespaces/{ns}/secrets", {
+                "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                "metadata": {"name": secret, "namespace": ns, "annotations": {"kubernetes.io/service-account.name": sa}}}, manager)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        got = await client.get(f"/api/v1/namespaces/{ns}/secrets/{secret}")
+        token = ((got or {}).get("data") or {}).get("token")
+        if not token:
+            raise RuntimeError(f"the hub did not fill the token of Secret {ns}/{secret}")
+        return base64.b64decode(token).decode()
+    finally:
+        await client.close()
 
 
 def _rules(resources: list[str]) -> list[dict[str, Any]]:
