@@ -44,9 +44,9 @@ def _controller(module: str, identity: str, **options):
 
 
 def _start(args: argparse.Namespace) -> int:
+    from ..fleet import identities
     from ..fleet.cluster_crd import CLUSTER_CRD
     from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
-    from ..fleet import identities
     from ..fleet.identities import CLUSTER_CONTROLLER, SPLITTER
     from ..pipeline.authorization import bootstrap
 
