@@ -44,7 +44,7 @@ class HubProcess(Process):
         super().__init__("hub", ["start", *args], Path(tempfile.mkdtemp(prefix="fleetplane-bench-")))
         if share_from is not None:
             (self.data_dir / "pki").mkdir(parents=True)
-            for name in ("pki/ca.crt", "pki/ca.key", "admin.token"):
+            for name in ("pki/ca.crt", "pki/ca.key", "pki/client-ca.crt", "pki/client-ca.key", "pki/service-account.key", "admin.token"):
                 shutil.copy2(share_from / name, self.data_dir / name)
         self.start(timeout=30, interval=0.01)
         #: from the process start to /readyz answering 200 (on an empty data dir: start-up)

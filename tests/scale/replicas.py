@@ -24,7 +24,7 @@ def etcd_args(endpoints: str, timeout: float = 3.0) -> list[str]:
 def share_credentials(src: Path, dst: Path) -> None:
     """Replicas serve one API: the same CA (each signs its own serving certificate) and token."""
     (dst / "pki").mkdir(parents=True, exist_ok=True)
-    for name in ("pki/ca.crt", "pki/ca.key", "admin.token"):
+    for name in ("pki/ca.crt", "pki/ca.key", "pki/client-ca.crt", "pki/client-ca.key", "pki/service-account.key", "admin.token"):
         shutil.copy2(src / name, dst / name)
 
 

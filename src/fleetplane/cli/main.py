@@ -76,6 +76,7 @@ def _start(args: argparse.Namespace) -> int:
                 etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout,
                 token_auth_file=args.token_auth_file, authentication_config=args.authentication_config,
                 anonymous_auth=args.anonymous_auth, service_account_max_token_expiration=args.service_account_max_token_expiration,
+                service_account_issuer=args.service_account_issuer,
                 encryption_provider_config=args.encryption_provider_config, audit_log_path=args.audit_log_path,
                 audit_policy_file=args.audit_policy_file),
         background=controllers)
@@ -99,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--anonymous-auth", default=True, action=argparse.BooleanOptionalAction,
                        help="requests without credentials are system:anonymous, which RBAC grants only the "
                             "public-info paths (/healthz, /livez, /readyz, /version); --no-anonymous-auth refuses them with 401")
+    start.add_argument("--service-account-issuer", metavar="URL",
+                       help="base of each logical cluster's token issuer, <URL>/clusters/<name> (default: this hub's "
+                            "URL); replicas behind one address must share it")
     start.add_argument("--service-account-max-token-expiration", type=float, default=86400.0, metavar="SECONDS",
                        help="the longest a TokenRequest token may live")
     start.add_argument("--encryption-provider-config", metavar="FILE",

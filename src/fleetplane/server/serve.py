@@ -28,7 +28,7 @@ from ..pipeline.authentication.serviceaccount import (
     load_or_create_signing_key,
 )
 from ..pipeline.authentication.tokenfile import TokenFile
-from ..pipeline.authentication.tokens import CacheLookup, TokenRequestStorage, TokenSecrets
+from ..pipeline.authentication.tokens import CacheLookup, CatchingUp, TokenRequestStorage, TokenSecrets
 from ..pipeline.authorization import bootstrap
 from ..pipeline.authorization.authorizer import AlwaysAllow
 from ..pipeline.authorization.authorizer import Chain as AuthorizerChain
@@ -91,6 +91,9 @@ class Options:
     #: kube's --authentication-config (AuthenticationConfiguration: JWT authenticators, anonymous)
     authentication_config: str | None = None
     service_account_max_token_expiration: float = 86400.0
+    #: the base of every logical cluster's issuer URL (``<base>/clusters/<name>``); default the
+    #: hub's own URL. Replicas behind one address share it (kube's --service-account-issuer).
+    service_account_issuer: str | None = None
     #: kube's --encryption-provider-config (EncryptionConfiguration)
     encryption_provider_config: str | None = None
     audit_log_path: str | None = None
@@ -162,7 +165,8 @@ def service_accounts(opts: Options, creds: Credentials, registry: Registry, serv
     """ServiceAccount tokens: each logical cluster its own issuer (``<server>/clusters/<name>``)
     signing with one key; TokenRequest on ``serviceaccounts/token``; legacy token Secrets filled
     by admission."""
-    issuer = TokenIssuer(load_or_create_signing_key(creds.ca_key.parent / "service-account.key"), server_url,
+    issuer = TokenIssuer(load_or_create_signing_key(creds.ca_key.parent / "service-account.key"),
+                         opts.service_account_issuer or server_url,
                          int(opts.service_account_max_token_expiration))
     lookup = CacheLookup(registry.cache)
     sa_rt = registry.catalog.lookup(ROOT, "", "v1", "serviceaccounts")
@@ -183,7 +187,7 @@ def build_pipeline(opts: Options, creds: Credentials, registry: Registry, review
     tokens: list[TokenAuthenticator] = [StaticTokens({creds.token: ADMIN})]
     if opts.token_auth_file:
         tokens.append(TokenFile.load(opts.token_auth_file))
-    tokens.append(sa_tokens)
+    tokens.append(CatchingUp(sa_tokens, registry.cache.sync))
     anonymous = AnonymousPolicy(opts.anonymous_auth)
     oidc = None
     if opts.authentication_config:

@@ -19,7 +19,9 @@ from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
 from ...storage import keys
 from ..admission.chain import CREATE, UPDATE, BasePlugin, Request
-from .serviceaccount import TokenIssuer, bound_secret, validate_token_request
+from ..user import UserInfo
+from .errors import AuthenticationError
+from .serviceaccount import ServiceAccountAuthenticator, TokenIssuer, bound_secret, validate_token_request
 
 if TYPE_CHECKING:
     from ...registry.store import Context
@@ -49,6 +51,25 @@ class CacheLookup:
 
 def _rfc3339(ts: datetime) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class CatchingUp:
+    """A ServiceAccount authenticator that, before refusing a token whose ServiceAccount or
+    Secret it cannot find, catches the cache up once: on another replica, or a moment after
+    ``kubectl create serviceaccount``, the cache may not hold it yet. Costs nothing on success."""
+
+    def __init__(self, inner: ServiceAccountAuthenticator, catch_up: Any) -> None:
+        self.inner = inner
+        self.catch_up = catch_up
+
+    async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
+        try:
+            return self.inner.authenticate(token, cluster)
+        except AuthenticationError as exc:
+            if "not found" not in str(exc) and "invalidated" not in str(exc):
+                raise
+        await self.catch_up()
+        return self.inner.authenticate(token, cluster)
 
 
 class TokenRequestStorage:

@@ -7,7 +7,8 @@ requester must be a *member* of the logical cluster: named (as a user, one of it
 its ServiceAccount) by a stored RoleBinding or ClusterRoleBinding there, or by a bootstrap
 binding other than the ones to everybody. ```system:masters`` skips this (the chain lets it
 through first), and a ServiceAccount is a member of the logical cluster that issued its token; the public-info paths (``/healthz``, ``/livez``, ``/readyz``, ``/version``)
-are open to all as kube's ``system:public-info-viewer`` makes them.
+are open to all as kube's ``system:public-info-viewer`` makes them, and so are the reviews
+about oneself (``kubectl auth whoami``, ``kubectl auth can-i``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from .rbac import PolicySource, RBACAuthorizer
 EVERYBODY = frozenset({AUTHENTICATED, UNAUTHENTICATED, SERVICE_ACCOUNTS})
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 NOT_A_MEMBER = Result(Decision.NO_OPINION, "")
+#: reviews about the requester alone, open to non-members so `kubectl auth whoami` and
+#: `kubectl auth can-i` answer everywhere (RBAC's system:basic-user still decides)
+SELF_REVIEWS = frozenset({("authentication.k8s.io", "selfsubjectreviews"),
+                          ("authorization.k8s.io", "selfsubjectaccessreviews"),
+                          ("authorization.k8s.io", "selfsubjectrulesreviews")})
 ROOT = "root"
 
 
@@ -78,6 +84,8 @@ class MembershipAuthorizer:
     def authorize(self, attrs: Attributes) -> Result:
         if not attrs.resource_request and attrs.path in PUBLIC_PATHS:
             return self.rbac.authorize(attrs)
+        if attrs.resource_request and (attrs.group, attrs.resource) in SELF_REVIEWS:
+            return self.rbac.authorize(attrs)  # "who am I", "may I": nothing of the cluster's is shown
         if not self.is_member(attrs.user, ROOT if attrs.cluster == "*" else attrs.cluster):
             return NOT_A_MEMBER
         return self.rbac.authorize(attrs)
