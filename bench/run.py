@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import etcd as etcd_bench
 from . import hub as hub_bench
+from . import rbac as rbac_bench
 
 
 def _ratio(a: float, b: float) -> str:
@@ -109,8 +110,13 @@ def render(r: dict, machine: str, when: str) -> str:
         "",
         "Each new logical cluster is a LogicalCluster object and four namespaces (five durable writes).",
     ]
+    if r.get("measured"):
+        lines += ["", "When each part was last measured (`python -m bench.run --only=PART` reruns one): "
+                  + "; ".join(f"{k} {v}" for k, v in sorted(r["measured"].items())) + "."]
     if "etcd" in r:
         lines += ["", *etcd_bench.render(r["etcd"])]
+    if "rbac" in r:
+        lines += ["", *rbac_bench.render(r["rbac"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -175,13 +181,21 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         with contextlib.suppress(OSError, ValueError):
             results = json.loads(Path("bench/results.json").read_text())
 
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    measured = results.setdefault("measured", {})
+
     def want(part: str) -> bool:
-        return not only or part in only
+        if not only or part in only:
+            measured[part] = now
+            return True
+        return False
 
     if want("hub"):
         results.update(asyncio.run(hub_bench.run(quick=quick)))
     if want("etcd"):
         results["etcd"] = asyncio.run(etcd_bench.run(quick=quick))
+    if want("rbac"):
+        results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
     if want("sim"):
         from fleetplane.sim import bench as sim_bench
 

@@ -215,18 +215,6 @@ def _controller_calls() -> list[Call]:
             Call(CC, "fleet/cluster_cleanup.py", "obj = await hub.get(path)", "get", group, res, namespace="default", name="obj"),
         ]
     out += _leader_calls(CC, ids.CLUSTER_CONTROLLER_LEASE)
-    # planned: provisioning the pull-mode Syncer's identity (syncer_role_binding's objects)
-    sa_ns = ids.SYNCER_NAMESPACE
-    for verb, group, res, ns_, name in (
-            ("create", "", "namespaces", "", ""), ("get", "", "namespaces", "", sa_ns),
-            ("create", "", "serviceaccounts", sa_ns, ""), ("get", "", "serviceaccounts", sa_ns, "sa"),
-            ("delete", "", "serviceaccounts", sa_ns, "sa"),
-            ("create", RBAC, "clusterrolebindings", "", ""), ("delete", RBAC, "clusterrolebindings", "", "crb"),
-            ("create", RBAC, "roles", ns, ""), ("delete", RBAC, "roles", ns, "r"),
-            ("create", RBAC, "rolebindings", ns, ""), ("delete", RBAC, "rolebindings", ns, "rb"),
-            ("bind", RBAC, "clusterroles", "", ids.SYNCER_ROLE), ("bind", RBAC, "clusterroles", "", ids.SYNCER_SECRETS_ROLE)):
-        out.append(Call(CC, "fleet/identities.py", "def syncer_role_binding", verb, group, res, namespace=ns_, name=name,
-                        planned=True))
     return out
 
 
@@ -535,33 +523,17 @@ def test_the_per_syncer_objects() -> None:
             ids.syncer_role_binding(bad, CLUSTER)
 
 
-def test_the_cluster_controller_can_bind_what_it_provisions() -> None:
-    """kube's escalation check: binding a role needs ``bind`` on it or all of its rules, and
-    writing the per-Syncer Role needs all of its rules (no ``escalate`` is granted)."""
+def test_the_cluster_controller_has_no_rbac_rights() -> None:
+    """Provisioning Syncer identities is the administrator's (``fleetplane syncer manifests``):
+    the controller may neither bind nor escalate, nor write RBAC objects or ServiceAccounts."""
     rules = bootstrap_subject_rules(ids.CLUSTER_CONTROLLER)
-    for role in (ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE):
-        assert any_allows(rules, "bind", RBAC, "clusterroles", name=role)
-        for r in role_rules(role):  # it holds them too: push-mode Syncers use its credentials
-            for verb in r["verbs"]:
-                if "nonResourceURLs" in r:
-                    assert all(any_allows(rules, verb, path=u.rstrip("*") + "x" if u.endswith("*") else u)
-                               for u in r["nonResourceURLs"])
-                else:
-                    for g in r["apiGroups"]:
-                        for res in r["resources"]:
-                            plural, _, sub = res.partition("/")
-                            assert any_allows(rules, verb, g, plural, sub, name="n"), (verb, g, res)
-    role = next(o for o in ids.syncer_role_binding(LC, CLUSTER, cluster_namespace=CLUSTER_NS) if o["kind"] == "Role")
-    for r in role["rules"]:
-        for verb in r["verbs"]:
-            for name in r.get("resourceNames") or [""]:
-                assert any_allows(rules, verb, r["apiGroups"][0], r["resources"][0], name=name), r
     for verb in ("escalate", "bind"):
-        assert not any_allows(rules, verb, RBAC, "clusterroles", name="cluster-admin")
-        assert not any_allows(rules, verb, RBAC, "roles", name="anything")
+        for role in ("cluster-admin", ids.SYNCER_ROLE):
+            assert not any_allows(rules, verb, RBAC, "clusterroles", name=role)
+    for res in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):
+        assert not any_allows(rules, "create", RBAC, res)
     assert not any_allows(rules, "create", "", "serviceaccounts", "token", name="x")
-    assert not any_allows(rules, "impersonate", "", "users", name="admin")
-
+    assert not any_allows(rules, "create", "", "serviceaccounts")
 
 def test_the_controllers_get_nothing_they_do_not_use() -> None:
     spl = role_rules(ids.SPLITTER)

@@ -356,7 +356,7 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
     - ``/clusters/*`` ``list``, ``watch`` and clusters ``list``, ``watch``: the one informer over
       every logical cluster's Clusters (cluster_controller.py:219; informer.py:189, 217).
     - clusters ``patch``: its finalizer added and removed, guarded by resourceVersion
-      (cluster_controller.py:879). ``get``: planned, for the per-Syncer Role (below).
+      (cluster_controller.py:879).
     - clusters/status ``patch``: conditions and the rest (cluster_controller.py:842), and
       ``CleanupPending`` while a deletion waits (cluster_controller.py:945).
     - clusterprofiles ``get`` (cluster_controller.py:700, 920), ``create``
@@ -386,14 +386,10 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
     logical cluster, where a pull-mode Syncer's grant is in one. That makes this identity a reader
     of every Secret; docs/security.md says how per-Syncer tokens would end that.
 
-    Planned (no code yet): provisioning the pull-mode Syncers' identity -- the ServiceAccount
-    (serviceaccounts ``create``, ``get``, ``delete``; namespaces ``create`` for
-    :data:`SYNCER_NAMESPACE`), the bindings of :func:`syncer_role_binding` (clusterrolebindings,
-    rolebindings, roles ``create``, ``get``, ``delete``), ``bind`` on exactly the two Syncer
-    ClusterRoles (so binding them never depends on holding their rules), and clusters ``get`` plus
-    leases ``patch``, which kube's escalation check wants the author of the per-Syncer Role to hold.
-    No ``escalate`` (it would allow any Role) and no TokenRequest (``serviceaccounts/token``
-    cannot be limited to the Syncers' ServiceAccounts).
+    Provisioning a pull-mode Syncer's identity (its ServiceAccount, :func:`syncer_role_binding`,
+    a token Secret) is done by ``fleetplane syncer manifests``, as the administrator who runs it
+    (``fleet/cluster_pull.py`` ``provision_syncer``): this role has no RBAC, ServiceAccount or
+    TokenRequest rights at all.
     """
     own = [
         _rule(_WATCH_VERBS, urls=[WILDCARD_PATH]),
@@ -407,15 +403,7 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
         _rule(["create"], [CORE], ["events"]),
         _rule(["list", "patch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
     ]
-    planned = [
-        _rule(["get"], [CLUSTER_GROUP], [CLUSTER_PLURAL]),
-        _rule(["patch"], [COORDINATION], ["leases"]),
-        _rule(["create"], [CORE], ["namespaces"]),
-        _rule(["create", "delete", "get"], [CORE], ["serviceaccounts"]),
-        _rule(["create", "delete", "get"], [RBAC_GROUP], ["clusterrolebindings", "rolebindings", "roles"]),
-        _rule(["bind"], [RBAC_GROUP], ["clusterroles"], [SYNCER_ROLE, SYNCER_SECRETS_ROLE]),
-    ]
-    return _merge(own, planned, _syncer_rules(), _syncer_secrets_rules())
+    return _merge(own, _syncer_rules(), _syncer_secrets_rules())
 
 
 # -- the splitter --------------------------------------------------------------------------------
