@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ..harness import Hub, Kubectl
+from ..harness import Hub, Kubectl, wait_for
 from .conftest import cert_kubeconfig
 
 EDIT_FOR_TEAM_A = """
@@ -200,3 +200,88 @@ def test_the_python_client_with_a_certificate(tenants, auth_hub: Hub, tmp_path: 
     assert err.value.status == 403
     assert json.loads(err.value.body)["message"] == ('namespaces is forbidden: User "dave" cannot list resource '
                                                       '"namespaces" in API group "" at the cluster scope')
+
+
+@pytest.mark.parametrize("how", ["certificate", "token"])
+async def test_the_async_python_clients_with_identities(tenants, auth_hub: Hub, tmp_path: Path, how: str) -> None:
+    """kubernetes_asyncio, lightkube and kr8s, unmodified, as alice (a client certificate made by
+    `fleetplane kubeconfig create`, or her static token): allowed where RBAC allows, 403 elsewhere."""
+    import kr8s.asyncio
+    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio.client.rest import ApiException
+    from lightkube import ApiError, AsyncClient, KubeConfig
+    from lightkube.resources.core_v1 import ConfigMap, Namespace
+
+    from .conftest import token_kubeconfig
+
+    cfg = (cert_kubeconfig(auth_hub, tmp_path, "alice", ["team-a-devs"], ["team-a"]) if how == "certificate"
+           else token_kubeconfig(auth_hub, tmp_path, "alice", "team-a"))
+    api_client = await config.new_client_from_config(str(cfg))
+    async with api_client:
+        v1 = client.CoreV1Api(api_client)
+        assert "team-a-config" in [c.metadata.name for c in (await v1.list_namespaced_config_map("default")).items]
+        with pytest.raises(ApiException) as err:
+            await v1.list_namespace()
+        assert err.value.status == 403
+    lk = AsyncClient(KubeConfig.from_file(str(cfg)))
+    assert "team-a-config" in [c.metadata.name async for c in lk.list(ConfigMap, namespace="default")]
+    with pytest.raises(ApiError) as lk_err:
+        await lk.get(Namespace, "default")
+    assert lk_err.value.status.code == 403
+    await lk.close()
+    api = await kr8s.asyncio.api(kubeconfig=str(cfg))
+    assert "team-a-config" in [o.name async for o in api.get("configmaps", namespace="default")]
+    with pytest.raises(kr8s.ServerError) as kr_err:
+        [o async for o in api.get("secrets", namespace="kube-system")]
+    assert kr_err.value.response.status_code == 403
+
+
+def test_aggregated_cluster_roles_show_their_rules(tenants, admin_in) -> None:
+    admin = admin_in("team-a")
+    names = admin("get", "clusterroles", "-o", "name").out.split()
+    assert {"clusterrole.rbac.authorization.k8s.io/" + n for n in ("cluster-admin", "admin", "edit", "view")} <= set(names)
+    view = admin.get_json("clusterrole", "view")
+    assert any("configmaps" in r.get("resources", []) for r in view["rules"])
+    assert not any("secrets" in r.get("resources", []) for r in view["rules"])
+    admin("apply", "-f", "-", stdin="""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: monitoring}
+aggregationRule:
+  clusterRoleSelectors: [{matchLabels: {example.com/aggregate-to-monitoring: "true"}}]
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: monitoring-leases, labels: {example.com/aggregate-to-monitoring: "true"}}
+rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, list]}]
+""")
+    wait_for(lambda: admin.get_json("clusterrole", "monitoring").get("rules"), 10, what="the aggregated rules written")
+    assert admin.get_json("clusterrole", "monitoring")["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]}]
+
+
+def test_kubectl_auth_reconcile(tenants, admin_in, as_user) -> None:
+    admin = admin_in("team-a", "default")
+    manifest = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: lease-reader, namespace: default}
+rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vera-leases, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: vera}]
+"""
+    out = admin("auth", "reconcile", "-f", "-", stdin=manifest).out
+    assert "reconciled" in out or "created" in out
+    assert as_user("vera", "team-a", "default")("auth", "can-i", "list", "leases").out.strip() == "yes"
+    wider = manifest.replace("verbs: [get, list]}]\n---", "verbs: [get, list, watch]}]\n---")
+    admin("auth", "reconcile", "-f", "-", stdin=wider)  # missing rules are added, the old ones kept
+    assert any("watch" in r["verbs"] for r in admin.get_json("role", "lease-reader")["rules"])
+    assert as_user("vera", "team-a", "default")("auth", "can-i", "watch", "leases").out.strip() == "yes"
+    admin("auth", "reconcile", "-f", "-", "--remove-extra-permissions", stdin=manifest)
+    assert [r["verbs"] for r in admin.get_json("role", "lease-reader")["rules"]] == [["get", "list"]]
+    assert as_user("vera", "team-a", "default")("auth", "can-i", "watch", "leases", check=False).out.strip() == "no"

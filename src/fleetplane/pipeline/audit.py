@@ -392,6 +392,11 @@ class AuditContext:
         self._done = False
 
     @property
+    def wants_request(self) -> bool:
+        """Whether the request body is recorded (level Request and above, resource requests)."""
+        return self._resource_request and self.level.at_least(Level.REQUEST)
+
+    @property
     def wants_response(self) -> bool:
         """Whether the response body is recorded (level RequestResponse, resource requests)."""
         return self._resource_request and self.level.at_least(Level.REQUEST_RESPONSE)

@@ -81,8 +81,9 @@ class HubApp:
         self.audit = audit
         #: signs ServiceAccount tokens; serves each logical cluster's OIDC discovery documents
         self.issuer = issuer
-        #: more start-up work once the registry runs (OIDC discovery)
+        #: more start-up work once the registry runs (OIDC discovery, in-process controllers), and its undoing
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         #: None: every request is served unauthenticated (``--no-auth``, tests of the bare app)
         self.pipeline = pipeline
         self.resources = ResourceHandler(registry, config.bookmark_interval)
@@ -124,6 +125,7 @@ class HubApp:
                 finally:
                     if self.audit is not None:
                         audit[0] = self._audit_begin(req, info)
+                        req.keep_body = audit[0] is not None and audit[0].wants_request
             if info.is_resource:
                 await self.resources.handle(req, info)
             else:
@@ -156,7 +158,9 @@ class HubApp:
 
     @staticmethod
     def _audit_finish(ctx: Any, req: Request, code: int, body: bytes) -> None:
-        if req.body_bytes:
+        if req.decoded_body is not None:
+            ctx.request_object(req.decoded_body)
+        elif req.body_bytes:
             ctx.request_object(req.body_bytes)
         if body:
             try:
@@ -187,6 +191,8 @@ class HubApp:
                     return
             elif msg["type"] == "lifespan.shutdown":
                 self.ready = False
+                for fn in self.on_shutdown:
+                    await fn()
                 await self.registry.close()
                 if self.audit is not None:
                     await asyncio.to_thread(self.audit.close)

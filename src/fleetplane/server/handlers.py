@@ -194,6 +194,8 @@ class ResourceHandler:
 
     async def _body_object(self, req: Request, rt: ResourceType) -> dict:
         obj = codec.decode_object(req.content_type, await req.body())
+        if req.keep_body:
+            req.decoded_body = copy_obj(obj)  # as sent: the store changes ``obj``
         # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
         if not obj.get("apiVersion") and not obj.get("kind"):
             obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
@@ -238,6 +240,8 @@ class ResourceHandler:
     async def patch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
         kind, body = codec.decode_patch(req.content_type, await req.body(), custom=rt.custom)
+        if req.keep_body:
+            req.decoded_body = copy_obj(body)
         if kind == "strategic" and rt.custom:
             raise e.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "

@@ -42,6 +42,9 @@ class Request:
     authenticated_user: Any = None
     #: the body, once read (the audit log records it at level Request)
     body_bytes: bytes = b""
+    #: the audit log wants the request body: handlers keep a copy of what they decoded
+    keep_body: bool = False
+    decoded_body: Any = None
     #: a long-running response (a watch): the audit log records ResponseStarted, not the body
     streaming: bool = False
     client: tuple[str, int] | None = None

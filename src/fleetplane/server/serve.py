@@ -30,6 +30,7 @@ from ..pipeline.authentication.serviceaccount import (
 from ..pipeline.authentication.tokenfile import TokenFile
 from ..pipeline.authentication.tokens import CacheLookup, CatchingUp, TokenRequestStorage, TokenSecrets
 from ..pipeline.authorization import bootstrap
+from ..pipeline.authorization.aggregation import ClusterRoleAggregation
 from ..pipeline.authorization.authorizer import AlwaysAllow
 from ..pipeline.authorization.authorizer import Chain as AuthorizerChain
 from ..pipeline.authorization.escalation import EscalationPlugin
@@ -272,6 +273,10 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
     if oidc is not None:
         app.on_startup.append(oidc.start)
+    if pipeline is not None:
+        aggregation = ClusterRoleAggregation(registry)
+        app.on_startup.append(aggregation.start)
+        app.on_shutdown.append(aggregation.stop)
     config = uvicorn.Config(
         app, host=opts.bind, port=opts.port, loop="uvloop", lifespan="on",
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import re
 import ssl
 import time
@@ -25,10 +26,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import jwt
 import orjson
 import yaml
 from cryptography import x509
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm, get_default_algorithms
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
@@ -36,7 +38,6 @@ from ...registry.schema.cel import escape_cel_property
 from ...registry.validation import dns_subdomain_error
 from ..user import CREDENTIAL_ID, UserInfo
 from .errors import AuthenticationError
-from .serviceaccount import _b64url_decode
 
 try:  # the CEL engine (common-expression-language), as registry.schema.celengine imports it
     import cel as _cel
@@ -776,21 +777,22 @@ def _goq(v: str | Sequence[str]) -> str:
     return "[" + " ".join(orjson.dumps(s).decode() for s in v) + "]"
 
 
-def _peek(token: str) -> tuple[dict, dict, bytes, str] | None:
-    """(header, unverified claims, signing input, signature) of a compact JWS, None otherwise."""
-    if token.lstrip()[:1] == "{":
-        return None
-    parts = token.split(".")
-    if len(parts) != 3:
-        return None
+def _peek(token: str) -> tuple[dict, dict, bytes, bytes | None] | None:
+    """(header, unverified claims, signing input, signature) of a compact JWS, None otherwise.
+
+    The signature is None when only its segment is malformed: as in kube's oidc plugin, a token
+    whose claims name our issuer is still ours then, and fails verification as malformed.
+    """
+    signing_input = token.rpartition(".")[0]
     try:
-        claims = orjson.loads(_b64url_decode(parts[1]))
-        header = orjson.loads(_b64url_decode(parts[0]))
-    except Exception:  # noqa: BLE001 - any decoding failure: not a JWT
-        return None
-    if not isinstance(claims, dict) or not isinstance(header, dict):
-        return None
-    return header, claims, f"{parts[0]}.{parts[1]}".encode("ascii"), parts[2]
+        parsed = jwt.decode_complete(token, options={"verify_signature": False})
+    except jwt.InvalidTokenError:
+        try:  # the header and claims without the signature
+            parsed = jwt.decode_complete(signing_input + ".", options={"verify_signature": False})
+        except jwt.InvalidTokenError:
+            return None
+        parsed["signature"] = None
+    return parsed["header"], parsed["payload"], signing_input.encode("ascii"), parsed["signature"]
 
 
 def _issuer_of(claims: dict) -> str | None:
@@ -841,9 +843,6 @@ def _parse_jwks(doc: Any) -> list[_JWK]:
             continue
         keys.append(_JWK(str(k.get("kid") or ""), k["kty"], str(k.get("crv") or ""), str(k.get("alg") or ""), pub))
     return keys
-
-
-_ALGORITHMS = {name: alg for name, alg in get_default_algorithms().items() if name in ALLOWED_SIGNING_ALGS}
 
 
 class JWTAuthenticator:
@@ -970,9 +969,9 @@ class JWTAuthenticator:
             return True
 
     def _verify_signature(self, header: dict, signing_input: bytes, signature: bytes) -> bool:
-        alg = header.get("alg")
-        kid = header.get("kid") if isinstance(header.get("kid"), str) else ""
-        algorithm = _ALGORITHMS[alg]
+        alg = header["alg"]
+        kid = header.get("kid", "")  # PyJWT has checked a kid is a string
+        algorithm = jwt.get_algorithm_by_name(alg)
         for k in self._keys:
             if (not kid or k.kid == kid) and k.fits(alg) and algorithm.verify(signing_input, k.key, signature):
                 return True
@@ -986,33 +985,36 @@ class JWTAuthenticator:
     async def authenticate(self, token: str) -> UserInfo | None:
         """The user the token maps to; None if it is not from this issuer; AuthenticationError
         (kube's message) if it is but is invalid."""
-        return await self._authenticate(token, _peek(token))
+        digest = hashlib.sha256(token.encode()).digest()
+        user = self._cached(digest)
+        return user if user is not None else await self._authenticate(token, _peek(token), digest)
 
-    async def _authenticate(self, token: str, parsed: tuple[dict, dict, bytes, str] | None) -> UserInfo | None:
+    def _cached(self, digest: bytes) -> UserInfo | None:
+        """The user of a token (by sha256) this authenticator verified in the last seconds; looked
+        up before the token is parsed, which costs more than the lookup."""
+        hit = self._cache.get(digest)
+        return hit[1] if hit is not None and hit[0] > self.clock() else None
+
+    async def _authenticate(self, token: str, parsed: tuple[dict, dict, bytes, bytes | None] | None,
+                            digest: bytes) -> UserInfo | None:
         if parsed is None:
             return None
         header, claims, signing_input, sig = parsed
         if _issuer_of(claims) != self.url:
             return None
         now = self.clock()
-        digest = hashlib.sha256(token.encode()).digest()
-        hit = self._cache.get(digest)
-        if hit is not None and hit[0] > now:
-            return hit[1]
 
         await self._ensure_provider()
         if now - self._keys_at > self.jwks_max_age:
             await self._refresh_keys()
         alg = header.get("alg")
-        if alg not in _ALGORITHMS:
+        if alg not in ALLOWED_SIGNING_ALGS:
             raise AuthenticationError(f"oidc: verify token: oidc: id token signed with unsupported algorithm, "
                                       f"expected {_goq(list(ALLOWED_SIGNING_ALGS))} got {_goq(str(alg))}")
-        try:
-            raw_sig = _b64url_decode(sig)
-        except Exception:  # noqa: BLE001
-            raise AuthenticationError("oidc: verify token: oidc: malformed jwt: illegal base64 data") from None
-        if not self._verify_signature(header, signing_input, raw_sig):
-            if not (await self._refresh_keys() and self._verify_signature(header, signing_input, raw_sig)):
+        if sig is None:
+            raise AuthenticationError("oidc: verify token: oidc: malformed jwt: illegal base64 data")
+        if not self._verify_signature(header, signing_input, sig):
+            if not (await self._refresh_keys() and self._verify_signature(header, signing_input, sig)):
                 raise AuthenticationError("oidc: verify token: failed to verify signature: "
                                           "failed to verify id token signature")
         self._check_registered_claims(claims, now)
@@ -1048,8 +1050,13 @@ class JWTAuthenticator:
                 raise fail(f"oidc: expected audience {_goq(self.audiences[0])} got {_goq(token_auds)}")
             raise fail(f"oidc: expected audience in {_goq(sorted(self.audiences))} got {_goq(token_auds)}")
         exp = claims.get("exp")
-        if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+        if isinstance(exp, bool) or not isinstance(exp, (int, float)) or not math.isfinite(exp):
+            # NaN or infinity would compare as never expiring (Python's json reads both)
             raise fail("oidc: token is expired (Token Expiry: 0001-01-01 00:00:00 +0000 UTC)")
+        for name in ("nbf", "iat"):
+            v = claims.get(name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise fail(f"oidc: malformed jwt claims: {name} is not a number")
         if exp < now:
             raise fail(f"oidc: token is expired (Token Expiry: {_go_time(exp)})")
         nbf = claims.get("nbf")
@@ -1209,10 +1216,14 @@ class Authenticators:
     async def authenticate(self, token: str) -> UserInfo | None:
         if not self.by_issuer:
             return None
+        digest = hashlib.sha256(token.encode()).digest()
+        for a in self.by_issuer.values():
+            if (user := a._cached(digest)) is not None:
+                return user
         parsed = _peek(token)
         iss = None if parsed is None else _issuer_of(parsed[1])
         a = self.by_issuer.get(iss) if iss is not None else None
-        return None if a is None else await a._authenticate(token, parsed)
+        return None if a is None else await a._authenticate(token, parsed, digest)
 
     async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
         return await self.authenticate(token)

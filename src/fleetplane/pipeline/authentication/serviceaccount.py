@@ -17,6 +17,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 import os
 import time
 import uuid
@@ -26,11 +27,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import jwt
 import orjson
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.utils import base64url_encode
 
 from ...apimachinery import errors as e
 from ..user import CLUSTER_EXTRA, CREDENTIAL_ID, SA_PREFIX, UserInfo, service_account_user
@@ -69,26 +70,14 @@ _AUTHN_GROUP = "authentication.k8s.io"
 # ---------------------------------------------------------------------------------------------
 
 
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64url_decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _int_b64(n: int, length: int | None = None) -> str:
-    return _b64url(n.to_bytes(length or max(1, (n.bit_length() + 7) // 8), "big"))
-
-
 def key_id(public_key: rsa.RSAPublicKey | ec.EllipticCurvePublicKey) -> str:
     """kube's keyIDFromPublicKey: base64url(sha256(PKIX DER)), so the kid never reveals the key."""
     der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return _b64url(hashlib.sha256(der).digest())
+    return base64url_encode(hashlib.sha256(der).digest()).decode("ascii")
 
 
-_EC_ALGS = {"secp256r1": ("ES256", hashes.SHA256(), 32), "secp384r1": ("ES384", hashes.SHA384(), 48),
-            "secp521r1": ("ES512", hashes.SHA512(), 66)}
+#: the JWS algorithm kube signs with for each ECDSA curve
+_EC_ALGS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
 
 
 @dataclass(frozen=True)
@@ -104,38 +93,22 @@ class VerifyKey:
         return cls(public_key, key_id(public_key), _alg_of(public_key))
 
     def verify(self, signing_input: bytes, signature: bytes) -> bool:
-        try:
-            if isinstance(self.public_key, rsa.RSAPublicKey):
-                self.public_key.verify(signature, signing_input, padding.PKCS1v15(), hashes.SHA256())
-            else:
-                _, digest, size = _EC_ALGS[self.public_key.curve.name]
-                if len(signature) != 2 * size:
-                    return False
-                r, s = int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big")
-                self.public_key.verify(encode_dss_signature(r, s), signing_input, ec.ECDSA(digest))
-        except InvalidSignature:
-            return False
-        return True
+        return jwt.get_algorithm_by_name(self.alg).verify(signing_input, self.public_key, signature)
 
     def jwk(self) -> dict[str, str]:
         """The JWK in go-jose's field order, as kube's /openid/v1/jwks serves it."""
-        pub = self.public_key
-        if isinstance(pub, rsa.RSAPublicKey):
-            nums = pub.public_numbers()
-            return {"use": "sig", "kty": "RSA", "kid": self.kid, "alg": self.alg,
-                    "n": _int_b64(nums.n), "e": _int_b64(nums.e)}
-        ecn = pub.public_numbers()
-        _, _, size = _EC_ALGS[pub.curve.name]
-        crv = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}[pub.curve.name]
-        return {"use": "sig", "kty": "EC", "kid": self.kid, "crv": crv, "alg": self.alg,
-                "x": _int_b64(ecn.x, size), "y": _int_b64(ecn.y, size)}
+        jwk = jwt.get_algorithm_by_name(self.alg).to_jwk(self.public_key, as_dict=True)
+        if jwk["kty"] == "RSA":
+            return {"use": "sig", "kty": "RSA", "kid": self.kid, "alg": self.alg, "n": jwk["n"], "e": jwk["e"]}
+        return {"use": "sig", "kty": "EC", "kid": self.kid, "crv": jwk["crv"], "alg": self.alg,
+                "x": jwk["x"], "y": jwk["y"]}
 
 
 def _alg_of(public_key: Any) -> str:
     if isinstance(public_key, rsa.RSAPublicKey):
         return "RS256"  # kube signs RS256 whatever the RSA key size
     if isinstance(public_key, ec.EllipticCurvePublicKey) and public_key.curve.name in _EC_ALGS:
-        return _EC_ALGS[public_key.curve.name][0]
+        return _EC_ALGS[public_key.curve.name]
     raise ValueError("unknown private key type, must be RSA or ECDSA P-256, P-384 or P-521")
 
 
@@ -157,11 +130,7 @@ class SigningKey:
         return VerifyKey(self.private_key.public_key(), self.kid, self.alg)
 
     def sign(self, signing_input: bytes) -> bytes:
-        if isinstance(self.private_key, rsa.RSAPrivateKey):
-            return self.private_key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
-        _, digest, size = _EC_ALGS[self.private_key.curve.name]
-        r, s = decode_dss_signature(self.private_key.sign(signing_input, ec.ECDSA(digest)))
-        return r.to_bytes(size, "big") + s.to_bytes(size, "big")
+        return jwt.get_algorithm_by_name(self.alg).sign(signing_input, self.private_key)
 
 
 def load_or_create_signing_key(path: Path) -> SigningKey:
@@ -234,7 +203,6 @@ class TokenIssuer:
             if k not in self.verify_keys.get(k.kid, []):
                 self.verify_keys.setdefault(k.kid, []).append(k)
         self._all_keys = [k for ks in self.verify_keys.values() for k in ks]
-        self._header = _b64url(orjson.dumps({"alg": self.key.alg, "kid": self.key.kid}))
 
     def issuer_url(self, cluster: str) -> str:
         return self.issuer_prefix + cluster
@@ -251,9 +219,10 @@ class TokenIssuer:
         return name if name and "/" not in name else None
 
     def _sign(self, claims: dict[str, Any]) -> str:
-        payload = _b64url(orjson.dumps(claims, option=orjson.OPT_SORT_KEYS))
-        signing_input = f"{self._header}.{payload}"
-        return f"{signing_input}.{_b64url(self.key.sign(signing_input.encode('ascii')))}"
+        """A compact JWS of ``claims`` with header {alg, kid}. The claims are serialized in the
+        order given: callers build them with sorted keys, as go-jose marshals its claims map."""
+        return jwt.encode(claims, self.key.private_key, algorithm=self.key.alg,
+                          headers={"typ": None, "kid": self.key.kid})
 
     def issue(
         self,
@@ -275,15 +244,12 @@ class TokenIssuer:
         if expiration_seconds <= 0:
             raise ValueError("expiration_seconds must be positive")
         now = int(self.clock())
-        k8s: dict[str, Any] = {
-            "clusterName": cluster,
-            "namespace": namespace,
-            "serviceaccount": _ref(sa_name, sa_uid),
-        }
+        k8s: dict[str, Any] = {"clusterName": cluster, "namespace": namespace}  # keys in sorted order
         if bound:
             if bound.get("kind", "Secret") != "Secret":
                 raise ValueError(f"cannot bind token to object of kind {bound.get('kind')!r}")
             k8s["secret"] = _ref(bound.get("name", ""), bound.get("uid", ""))
+        k8s["serviceaccount"] = _ref(sa_name, sa_uid)
         claims = {
             "aud": list(audiences) if audiences else self.api_audiences(cluster),
             "exp": now + expiration_seconds,
@@ -330,7 +296,7 @@ class TokenIssuer:
 def peek_cluster(token: str, issuer: TokenIssuer) -> str | None:
     """The logical cluster an (unverified) token of ours names, for kcp's rewrite of requests
     without ``/clusters/``; authentication proper comes later."""
-    parsed = _split(token)
+    parsed = _parse(token)
     if parsed is None:
         return None
     claims = parsed[1]
@@ -458,21 +424,14 @@ class ObjectLookup(Protocol):
     def secret(self, cluster: str, namespace: str, name: str) -> dict | None: ...
 
 
-def _split(token: str) -> tuple[dict, dict, str, str] | None:
-    """(header, claims, signing input, signature) of a compact JWS, or None if it is not one."""
-    if token[:1] == "{" or token.lstrip()[:1] == "{":
-        return None
-    parts = token.split(".")
-    if len(parts) != 3:
-        return None
+def _parse(token: str) -> tuple[dict, dict, bytes] | None:
+    """(header, unverified claims, signature) of a compact JWS, or None if it is not one (go-jose's
+    ParseSigned failing: kube then leaves the token to other authenticators)."""
     try:
-        claims = orjson.loads(_b64url_decode(parts[1]))
-        header = orjson.loads(_b64url_decode(parts[0]))
-    except (ValueError, binascii.Error, orjson.JSONDecodeError):
+        parsed = jwt.decode_complete(token, options={"verify_signature": False})
+    except jwt.InvalidTokenError:
         return None
-    if not isinstance(claims, dict) or not isinstance(header, dict):
-        return None
-    return header, claims, f"{parts[0]}.{parts[1]}", parts[2]
+    return parsed["header"], parsed["payload"], parsed["signature"]
 
 
 def _go_quote_list(items: Sequence[str]) -> str:
@@ -499,7 +458,7 @@ def _numeric(claims: dict, name: str) -> float | None:
     v = claims.get(name)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise AuthenticationError("service account token claims could not be validated due to unexpected validation error")
     return float(v)
 
@@ -561,23 +520,19 @@ class ServiceAccountAuthenticator:
         hit = self._verified.get(digest)
         if hit is not None and hit[0] > now:
             return hit[1]
-        parsed = _split(token)
+        parsed = _parse(token)
         if parsed is None:
             return None
-        header, claims, signing_input, sig = parsed
+        header, claims, signature = parsed
         iss = claims.get("iss")
         if iss != LEGACY_ISSUER and self.issuer.cluster_of_issuer(iss) is None:
             return None
-        kid = header.get("kid") if isinstance(header.get("kid"), str) else ""
-        keys = self.issuer.keys_for(kid)
+        keys = self.issuer.keys_for(header.get("kid", ""))  # PyJWT has checked a kid is a string
         if not keys:
             raise AuthenticationError("invalid signature, no keys found")
-        try:
-            raw_sig = _b64url_decode(sig)
-        except (ValueError, binascii.Error):
-            return None  # jwt.ParseSigned fails: not a token at all
-        data = signing_input.encode("ascii")
-        if not any(header.get("alg") == k.alg and k.verify(data, raw_sig) for k in keys):
+        # PyJWT has parsed the token once; the signing input is all before the signature
+        signing_input = token.rpartition(".")[0].encode("ascii")
+        if not any(header.get("alg") == k.alg and k.verify(signing_input, signature) for k in keys):
             raise AuthenticationError("go-jose/go-jose: error in cryptographic primitive")
         if len(self._verified) >= self.cache_size:
             self._prune(now)
