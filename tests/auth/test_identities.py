@@ -285,3 +285,24 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: vera}]
     admin("auth", "reconcile", "-f", "-", "--remove-extra-permissions", stdin=manifest)
     assert [r["verbs"] for r in admin.get_json("role", "lease-reader")["rules"]] == [["get", "list"]]
     assert as_user("vera", "team-a", "default")("auth", "can-i", "watch", "leases", check=False).out.strip() == "no"
+
+
+def test_a_consumer_reads_its_cluster_credential_and_nothing_else(tenants, admin_in, auth_hub: Hub) -> None:
+    """KEP-4322 consumers read `<consumer namespace>/<clusterName>` (what the secret-reader plugin
+    GETs by name): a Role with resourceNames gives a consumer exactly that Secret."""
+    admin = admin_in("team-a", "default")
+    admin("create", "namespace", "consumers")
+    for name in ("edge-1", "edge-2"):
+        admin("create", "secret", "generic", name, "-n", "consumers", f"--from-literal=token=member-token-{name}")
+    admin("create", "serviceaccount", "argocd", "-n", "consumers")
+    admin("create", "role", "edge-1-credential", "-n", "consumers", "--verb=get", "--resource=secrets",
+          "--resource-name=edge-1")
+    admin("create", "rolebinding", "argocd-edge-1", "-n", "consumers", "--role=edge-1-credential",
+          "--serviceaccount=consumers:argocd")
+    token = admin("create", "token", "argocd", "-n", "consumers").out.strip()
+
+    def get(path: str) -> int:
+        return auth_hub.request("GET", f"/clusters/team-a/api/v1/namespaces/consumers/secrets{path}", auth=False,
+                                headers={"Authorization": f"Bearer {token}"})[0]
+
+    assert (get("/edge-1"), get("/edge-2"), get("")) == (200, 403, 403)

@@ -162,3 +162,21 @@ def test_oidc_users(oidc_hub, tmp_path: Path) -> None:
     # anonymous limited by the configuration to the health paths
     assert hub.request("GET", "/healthz", auth=False)[0] == 200
     assert hub.request("GET", "/version", auth=False)[0] == 401
+
+
+def test_no_credential_or_secret_value_reaches_the_log(auth_hub: Hub, admin_in) -> None:
+    admin = admin_in("logs-team", "default")
+    admin("create", "serviceaccount", "quiet")
+    admin("create", "secret", "generic", "quiet-secret", "--from-literal=password=do-not-log-me-7731")
+    token = admin("create", "token", "quiet").out.strip()
+    forged = token[:-8] + ("A" * 8 if not token.endswith("A" * 8) else "B" * 8)
+    for t in (token, forged, "static-but-wrong-token-5512"):
+        bearer(auth_hub, t, "GET", "/clusters/logs-team/api/v1/namespaces/default/secrets/quiet-secret")
+    bearer(auth_hub, token, "GET", "/clusters/other-team/api/v1/namespaces/default/secrets")  # wrong cluster: logged refusal
+    admin("delete", "serviceaccount", "quiet")
+    bearer(auth_hub, token, "GET", "/clusters/logs-team/api/v1/namespaces/default/secrets")  # revoked: logged refusal
+    log = auth_hub.log.read_text()
+    assert "authentication failed" in log  # the refusals are logged ...
+    for s in (token, forged, token.split(".")[2], "static-but-wrong-token-5512", "do-not-log-me-7731",
+              base64.b64encode(b"do-not-log-me-7731").decode(), auth_hub.token, "alice-token-0123456789"):
+        assert s not in log  # ... without what was presented

@@ -110,6 +110,14 @@ class Strategy:
         """Adjust an object as it is served (e.g. defaulting on read for CRs)."""
 
 
+class CreateOnly:
+    """The storage of a virtual resource that is created and answered, never stored (the access
+    reviews, TokenReview, SelfSubjectReview): ``ResourceType.rest``."""
+
+    def __init__(self, create: Callable[..., Any]) -> None:
+        self.create = create
+
+
 @dataclass
 class ResourceType:
     group: str

@@ -27,7 +27,7 @@ from ..pipeline.authentication.serviceaccount import (
     TokenIssuer,
     load_or_create_signing_key,
 )
-from ..pipeline.authentication.tokenfile import TokenFile
+from ..pipeline.authentication.tokenfile import load_token_file
 from ..pipeline.authentication.tokens import CacheLookup, CatchingUp, TokenRequestStorage, TokenSecrets
 from ..pipeline.authorization import bootstrap
 from ..pipeline.authorization.aggregation import ClusterRoleAggregation
@@ -187,7 +187,7 @@ def build_pipeline(opts: Options, creds: Credentials, registry: Registry, review
     sa_tokens = ServiceAccountAuthenticator(issuer, CacheLookup(registry.cache))
     tokens: list[TokenAuthenticator] = [StaticTokens({creds.token: ADMIN})]
     if opts.token_auth_file:
-        tokens.append(TokenFile.load(opts.token_auth_file))
+        tokens.append(load_token_file(opts.token_auth_file))
     tokens.append(CatchingUp(sa_tokens, registry.cache.sync))
     anonymous = AnonymousPolicy(opts.anonymous_auth)
     oidc = None

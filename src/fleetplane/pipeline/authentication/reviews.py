@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
-from ...registry.types import ResourceType, Strategy
+from ...registry.types import CreateOnly, ResourceType, Strategy
 
 if TYPE_CHECKING:
     from ...registry.store import Context
@@ -18,11 +18,6 @@ GROUP = "authentication.k8s.io"
 TokenReviewer = Callable[[str, str, list[str]], Any]
 
 
-class _Create:
-    def __init__(self, handler: Any) -> None:
-        self.create = handler
-
-
 class AuthenticationReviews:
     """``token_reviewer`` is set when the pipeline is assembled (None: TokenReview is not served)."""
 
@@ -30,9 +25,9 @@ class AuthenticationReviews:
 
     def types(self) -> list[ResourceType]:
         return [ResourceType(GROUP, "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False, Strategy(),
-                             rest=_Create(self.self_subject_review)),
+                             rest=CreateOnly(self.self_subject_review)),
                 ResourceType(GROUP, "v1", "TokenReview", "tokenreviews", "tokenreview", False, Strategy(),
-                             rest=_Create(self.token_review))]
+                             rest=CreateOnly(self.token_review))]
 
     async def self_subject_review(self, ctx: Context, obj: dict) -> dict:
         meta = dict(obj.get("metadata") or {})

@@ -11,31 +11,25 @@ import logging
 from pathlib import Path
 
 from ..user import UserInfo
+from .chain import StaticTokens
 
 log = logging.getLogger(__name__)
 
 
-class TokenFile:
-    def __init__(self, users: dict[str, UserInfo]) -> None:
-        self._users = users
-
-    @classmethod
-    def load(cls, path: str | Path) -> TokenFile:
-        users: dict[str, UserInfo] = {}
-        with open(path, newline="") as f:
-            for lineno, row in enumerate(csv.reader(f), start=1):
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                if len(row) < 3:
-                    raise ValueError(f"token file '{path}' must have at least 3 columns (token, user name, user uid), found {len(row)}")
-                token, name, uid = row[0].strip(), row[1].strip(), row[2].strip()
-                if not token:
-                    continue
-                groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
-                if token in users:
-                    log.warning("token file %s: duplicate token on line %d, the last one wins", path, lineno)
-                users[token] = UserInfo(name, uid, groups)
-        return cls(users)
-
-    async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
-        return self._users.get(token)
+def load_token_file(path: str | Path) -> StaticTokens:
+    """The users of a token file, as a token authenticator."""
+    users: dict[str, UserInfo] = {}
+    with open(path, newline="") as f:
+        for lineno, row in enumerate(csv.reader(f), start=1):
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if len(row) < 3:
+                raise ValueError(f"token file '{path}' must have at least 3 columns (token, user name, user uid), found {len(row)}")
+            token, name, uid = row[0].strip(), row[1].strip(), row[2].strip()
+            if not token:
+                continue
+            groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
+            if token in users:
+                log.warning("token file %s: duplicate token on line %d, the last one wins", path, lineno)
+            users[token] = UserInfo(name, uid, groups)
+    return StaticTokens(users)

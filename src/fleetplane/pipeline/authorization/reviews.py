@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
-from ...registry.types import ResourceType, Strategy
+from ...registry.types import CreateOnly, ResourceType, Strategy
 from ..user import UserInfo
 from .attributes import Attributes, Decision
 
@@ -69,7 +69,7 @@ class Reviews:
 
     def types(self) -> list[ResourceType]:
         def rt(kind: str, plural: str, namespaced: bool, handler: Any) -> ResourceType:
-            return ResourceType(GROUP, "v1", kind, plural, kind.lower(), namespaced, Strategy(), rest=_Create(handler))
+            return ResourceType(GROUP, "v1", kind, plural, kind.lower(), namespaced, Strategy(), rest=CreateOnly(handler))
 
         return [rt("SelfSubjectAccessReview", "selfsubjectaccessreviews", False, self.self_subject_access_review),
                 rt("SubjectAccessReview", "subjectaccessreviews", False, self.subject_access_review),
@@ -124,10 +124,3 @@ def _requester(ctx: Context) -> UserInfo:
     if ctx.user is None:
         raise e.forbidden_error(GROUP, "selfsubjectaccessreviews", "", "no user on the request")
     return ctx.user  # type: ignore[no-any-return]
-
-
-class _Create:
-    """A create-only REST storage around one handler."""
-
-    def __init__(self, handler: Any) -> None:
-        self.create = handler
