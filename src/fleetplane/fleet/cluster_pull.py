@@ -234,6 +234,8 @@ class PullSyncer:
         self.syncer_task: asyncio.Task | None = None
         self.syncer_key: tuple | None = None
         self.stopped_uid: str | None = None
+        #: the deleting Cluster whose stop this syncer has written into the Lease
+        self.acked_uid: str | None = None
         self.report: Any = None
         self.details_at = 0.0
         self.syncer_error: dict[str, Any] | None = None
@@ -284,8 +286,10 @@ class PullSyncer:
         else:
             self.stopped_uid = None
             await self._ensure_syncer(cluster)
-        if cluster is None:
-            return  # nothing to report on (and the Lease went with the Cluster)
+        if cluster is None or (lease is None and md.get("deletionTimestamp") and self.acked_uid == md.get("uid")):
+            # Nothing to report on: the Lease went with the Cluster, or the Cluster controller
+            # removed it after reading our acknowledgement; re-creating it would outlive the Cluster.
+            return
         details = time.monotonic() >= self.details_at
         self.report = await probe_cluster(self.down, details=details, previous=self.report)
         if self.report.connected and self.report.details:
@@ -299,6 +303,7 @@ class PullSyncer:
             ANNOTATION_SYNCER_HEALTH: json.dumps(health, sort_keys=True, default=str) if health else "",
             ANNOTATION_STOPPED: self.stopped_uid or "",
         })
+        self.acked_uid = self.stopped_uid
 
     def _held_by_other(self, lease: dict) -> bool:
         spec = lease.get("spec") or {}
