@@ -35,6 +35,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
 from ...registry.schema.cel import escape_cel_property
+from ...registry.schema.cellib import code_segments
 from ...registry.validation import dns_subdomain_error
 from ..user import CREDENTIAL_ID, UserInfo
 from .errors import AuthenticationError
@@ -618,33 +619,6 @@ _RX_OPT_PATH = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*\??\s*[A-Za-z_]\w*\
 _RX_STEP = re.compile(r"(\.\s*\?|\.)?\s*([A-Za-z_]\w*)")
 
 
-def _code_segments(source: str) -> list[tuple[bool, str]]:
-    """``source`` split into (is_code, text) around string literals."""
-    out: list[tuple[bool, str]] = []
-    i, n, seg = 0, len(source), 0
-    while i < n:
-        c = source[i]
-        if c not in "'\"":
-            i += 1
-            continue
-        raw = i > 0 and source[i - 1] in "rR"
-        out.append((True, source[seg:i]))
-        quote = c * 3 if source.startswith(c * 3, i) else c
-        k = i + len(quote)
-        while k < n:
-            if not raw and source[k] == "\\":
-                k += 2
-                continue
-            if source.startswith(quote, k):
-                k += len(quote)
-                break
-            k += 1
-        out.append((False, source[i:k]))
-        i = seg = k
-    out.append((True, source[seg:]))
-    return out
-
-
 def _rewrite_optional_steps(source: str) -> str:
     """``a.?b.c`` (cel-go optional field selection, which the engine lacks) as has()/optional."""
     if ".?" not in source.replace(" ", ""):
@@ -662,7 +636,7 @@ def _rewrite_optional_steps(source: str) -> str:
                 guards.append(f"has({cur})")
         return f"(({' && '.join(guards)}) ? optional.of({cur}) : optional.none())"
 
-    return "".join(_RX_OPT_PATH.sub(repl, text) if code else text for code, text in _code_segments(source))
+    return "".join(_RX_OPT_PATH.sub(repl, text) if code else text for code, text in code_segments(source))
 
 
 def _undeclared(name: str) -> _CompileError:
@@ -701,7 +675,7 @@ class _Expr:
             else:
                 raise _undeclared(f)
         self.funcs = funcs or None
-        self._code = " ".join(text for code, text in _code_segments(source) if code)
+        self._code = " ".join(text for code, text in code_segments(source) if code)
 
     def selects(self, operand: str, name: str) -> bool:
         """Whether the expression reads ``operand.name`` or ``operand.?name`` (kube's hasSelectExp)."""

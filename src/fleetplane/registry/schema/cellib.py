@@ -254,11 +254,10 @@ def _k_size(v: Any) -> int:
 _RX_SIZE_CALL = re.compile(r"(?<![\w])size(?=\s*\()")
 
 
-def _rewrite_size_calls(source: str) -> str:
-    """Route ``size()`` calls outside string literals to :func:`_k_size`."""
-    if "size" not in source:
-        return source
-    out: list[str] = []
+def code_segments(source: str) -> list[tuple[bool, str]]:
+    """A CEL ``source`` split into (is_code, text) around its string literals (quoted with ' or ",
+    tripled or not, raw with an r/R prefix), so rewrites touch code only."""
+    out: list[tuple[bool, str]] = []
     i, n, seg = 0, len(source), 0
     while i < n:
         c = source[i]
@@ -270,7 +269,7 @@ def _rewrite_size_calls(source: str) -> str:
         while j >= 0 and source[j] in "rRbB":
             raw = raw or source[j] in "rR"
             j -= 1
-        out.append(_RX_SIZE_CALL.sub("__k_size", source[seg:i]))
+        out.append((True, source[seg:i]))
         quote = c * 3 if source.startswith(c * 3, i) else c
         k = i + len(quote)
         while k < n:
@@ -281,10 +280,17 @@ def _rewrite_size_calls(source: str) -> str:
                 k += len(quote)
                 break
             k += 1
-        out.append(source[i:k])
+        out.append((False, source[i:k]))
         i = seg = k
-    out.append(_RX_SIZE_CALL.sub("__k_size", source[seg:]))
-    return "".join(out)
+    out.append((True, source[seg:]))
+    return out
+
+
+def _rewrite_size_calls(source: str) -> str:
+    """Route ``size()`` calls outside string literals to :func:`_k_size`."""
+    if "size" not in source:
+        return source
+    return "".join(_RX_SIZE_CALL.sub("__k_size", text) if code else text for code, text in code_segments(source))
 
 
 def _k_build_library() -> dict[str, Callable[..., Any]]:
