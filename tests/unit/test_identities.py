@@ -399,12 +399,10 @@ def test_pull_syncer_calls_are_covered_by_its_bindings(call: Call) -> None:
     assert allowed(syncer_rules_in(call.namespace), call), call
 
 
-@pytest.mark.parametrize("call", SYNCER_CALLS, ids=lambda c: f"{c.verb}-{c.path or c.resource}{'/' + c.sub if c.sub else ''}")
-def test_push_syncers_run_as_the_controller_which_covers_them(call: Call) -> None:
-    """cluster_controller.py hands the Syncer its own hub credentials."""
+def test_push_syncers_act_as_their_own_service_account() -> None:
+    """cluster_controller.py provisions the Syncer's identity and hands it that token, not ours."""
     text = (SRC / "fleet/cluster_controller.py").read_text()
-    assert "hub = self.ctrl.hub_endpoint.with_server(" in text
-    assert allowed(bootstrap_subject_rules(ids.CLUSTER_CONTROLLER), call), call
+    assert "identities.provision_syncer_identity(" in text and "token=token, client_cert_data=None" in text
 
 
 @pytest.mark.parametrize("verb,group,resource,sub", DYNAMIC_TYPE_CALLS)
@@ -523,17 +521,26 @@ def test_the_per_syncer_objects() -> None:
             ids.syncer_role_binding(bad, CLUSTER)
 
 
-def test_the_cluster_controller_has_no_rbac_rights() -> None:
-    """Provisioning Syncer identities is the administrator's (``fleetplane syncer manifests``):
-    the controller may neither bind nor escalate, nor write RBAC objects or ServiceAccounts."""
+def test_the_cluster_controller_can_provision_syncers_and_no_more() -> None:
+    """kube's escalation check: binding a role needs ``bind`` on it or all of its rules, and
+    writing the per-Syncer Role needs all of its rules (no ``escalate`` is granted)."""
     rules = bootstrap_subject_rules(ids.CLUSTER_CONTROLLER)
+    for role in (ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE):
+        assert any_allows(rules, "bind", RBAC, "clusterroles", name=role)
+    role = next(o for o in ids.syncer_role_binding(LC, CLUSTER, cluster_namespace=CLUSTER_NS) if o["kind"] == "Role")
+    for r in role["rules"]:
+        for verb in r["verbs"]:
+            for name in r.get("resourceNames") or [""]:
+                assert any_allows(rules, verb, r["apiGroups"][0], r["resources"][0], name=name), r
     for verb in ("escalate", "bind"):
-        for role in ("cluster-admin", ids.SYNCER_ROLE):
-            assert not any_allows(rules, verb, RBAC, "clusterroles", name=role)
-    for res in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):
-        assert not any_allows(rules, "create", RBAC, res)
+        assert not any_allows(rules, verb, RBAC, "clusterroles", name="cluster-admin")
+    assert not any_allows(rules, "escalate", RBAC, "roles", name="x")
     assert not any_allows(rules, "create", "", "serviceaccounts", "token", name="x")
-    assert not any_allows(rules, "create", "", "serviceaccounts")
+    assert not any_allows(rules, "create", RBAC, "clusterroles")
+    # what the Syncers do is theirs now, not the controller's: no CRD import, no watch of synced types
+    assert not any_allows(rules, "create", "apiextensions.k8s.io", "customresourcedefinitions")
+    assert not any_allows(rules, "update", "apiextensions.k8s.io", "customresourcedefinitions", name="x")
+
 
 def test_the_controllers_get_nothing_they_do_not_use() -> None:
     spl = role_rules(ids.SPLITTER)

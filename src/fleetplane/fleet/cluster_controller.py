@@ -68,6 +68,7 @@ from ..kube.informer import Informer, cluster_key
 from ..kube.kubeconfig import ApiTarget, KubeconfigError, hub_base, parse_kubeconfig
 from ..kube.times import parse_time
 from . import cluster_inventory as inv
+from . import identities
 from .cluster_cleanup import delete_synced_objects, release_hub_objects
 from .cluster_crd import (
     CONNECTED,
@@ -587,7 +588,16 @@ class _Worker:
             self.syncer_retry_at = time.monotonic() + self.ctrl.syncer_backoff[1]
             return
         try:
-            hub = self.ctrl.hub_endpoint.with_server(f"{self.ctrl.base}/clusters/{self.lc}")
+            # The Syncer acts as its own ServiceAccount in this logical cluster, never as us.
+            token = await identities.provision_syncer_identity(
+                self.ctrl.hub, self.lc, self.name, self.ns, identities.default_types_only(self._resources(spec)),
+                "fleetplane-cluster-controller")
+            hub = dataclasses.replace(self.ctrl.hub_endpoint.with_server(f"{self.ctrl.base}/clusters/{self.lc}"),
+                                      token=token, client_cert_data=None, client_key_data=None)
+        except (ApiError, RuntimeError) as exc:
+            self._syncer_failed("ErrorStartingSyncer", f"the Syncer's identity cannot be provisioned: {exc}")
+            return
+        try:
             down = self.endpoint
             kwargs: dict[str, Any] = {}
             if self.ctrl.syncer_poll_interval is not None:
@@ -926,6 +936,8 @@ class _Worker:
                 await hub.delete(self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))
         with _refusals_ignored():
             await hub.delete(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))
+        with _refusals_ignored():  # the Syncer's ServiceAccount, bindings and token: its access ends here
+            await identities.revoke_syncer_identity(hub, self.lc, self.name, self.ns)
         self.ctrl.writer(self.lc).forget(self.ns, self.name)
         await self._event("Normal", "CleanedUp", msg + "; ClusterProfile and credentials removed")
         md = obj["metadata"]

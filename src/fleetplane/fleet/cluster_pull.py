@@ -22,7 +22,6 @@ to run it.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import hashlib
@@ -87,47 +86,15 @@ def hub_kubeconfig_for(hub_kubeconfig: str | Path, logical_cluster: str | None =
 
 async def provision_syncer(hub_kubeconfig: str | Path, logical_cluster: str, cluster: str, namespace: str,
                            resources: list[str], context: str | None = None) -> str:
-    """Give the Syncer of Cluster ``namespace/cluster`` its own identity on the hub, as whoever
-    runs ``syncer manifests`` (an admin of the logical cluster): the ServiceAccount
-    :func:`~fleetplane.fleet.identities.syncer_service_account` in ``fleetplane-system``, its
-    least-privilege bindings, and a token Secret for it. Returns the token, which works only in
-    ``logical_cluster`` and dies with its Secret (delete it to revoke the member's access)."""
-    from ..kube.client import ApiError, Client
+    """:func:`~fleetplane.fleet.identities.provision_syncer_identity` as whoever runs ``syncer manifests`` (an admin of the
+    logical cluster), with their kubeconfig; the returned token goes to the member cluster."""
     from . import identities
 
     hub = parse_kubeconfig(Path(hub_kubeconfig), context, allow_files=True)
-    client = Client(hub.with_server(f"{hub_base(hub.server)}/clusters/{logical_cluster}"), "fleetplane-syncer-manifests")
-    ns, sa = identities.SYNCER_NAMESPACE, identities.syncer_service_account(cluster)
-    manager = "fleetplane-syncer-manifests"
+    client = Client(hub.with_server(hub_base(hub.server)), "fleetplane-syncer-manifests")
     try:
-        for path, obj in (("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-                          ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
-                          (f"/api/v1/namespaces/{ns}/serviceaccounts",
-                           {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})):
-            try:
-                await client.create(path, obj, manager)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-        for obj in identities.syncer_role_binding(logical_cluster, cluster, ns, cluster_namespace=namespace, resources=resources):
-            kind, meta = obj["kind"], obj["metadata"]
-            plural = {"Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles",
-                      "ClusterRoleBinding": "clusterrolebindings"}[kind]
-            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
-            await client.apply(f"/apis/rbac.authorization.k8s.io/v1{where}/{plural}/{meta['name']}", obj, manager)
-        secret = f"{sa}-token"
-        try:
-            await client.create(f"/api/v1/namespaces/{ns}/secrets", {
-                "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-                "metadata": {"name": secret, "namespace": ns, "annotations": {"kubernetes.io/service-account.name": sa}}}, manager)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-        got = await client.get(f"/api/v1/namespaces/{ns}/secrets/{secret}")
-        token = ((got or {}).get("data") or {}).get("token")
-        if not token:
-            raise RuntimeError(f"the hub did not fill the token of Secret {ns}/{secret}")
-        return base64.b64decode(token).decode()
+        return await identities.provision_syncer_identity(client, logical_cluster, cluster, namespace, resources,
+                                                          "fleetplane-syncer-manifests")
     finally:
         await client.close()
 

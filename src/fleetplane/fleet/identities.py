@@ -29,12 +29,14 @@ This module imports nothing heavy: ``fleetplane start`` imports it before the hu
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..inventory import constants as ic
+from ..kube.client import ApiError, Client
 from .cluster_crd import GROUP as CLUSTER_GROUP
 from .cluster_crd import LABEL_CLUSTER
 from .cluster_crd import PLURAL as CLUSTER_PLURAL
@@ -275,6 +277,15 @@ def _syncer_meta(name: str, logical_cluster: str, cluster_name: str, namespace: 
     return md
 
 
+def default_types_only(resources: Sequence[str] | None) -> list[str]:
+    """``resources`` without the types beyond :data:`SYNCER_DEFAULT_RESOURCES`: what the Cluster
+    controller can grant a push-mode Syncer (it may not grant rights it does not hold; a type
+    beyond the defaults needs an admin's grant, :func:`syncer_role_binding` ``resources=``)."""
+    wanted = list(SYNCER_DEFAULT_RESOURCES if resources is None else resources)
+    defaults = {_group_resource(r) for r in SYNCER_DEFAULT_RESOURCES}
+    return [r for r in wanted if r.strip() == "*" or _group_resource(r) in defaults]
+
+
 def syncer_role_binding(logical_cluster: str, cluster_name: str, sa_namespace: str = SYNCER_NAMESPACE, *,
                         cluster_namespace: str = "default",
                         resources: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -346,6 +357,72 @@ def syncer_role_binding(logical_cluster: str, cluster_name: str, sa_namespace: s
     return out
 
 
+# -- provisioning a Syncer's identity on the hub ----------------------------------------------
+
+
+_RBAC_PLURALS = {"Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles",
+                 "ClusterRoleBinding": "clusterrolebindings"}
+
+
+def _syncer_objects(logical_cluster: str, cluster: str, namespace: str, resources: list[str] | None) -> list[tuple[str, dict]]:
+    """(path below ``/clusters/<lc>``, object) of everything that makes up a Syncer's identity."""
+    ns, sa = SYNCER_NAMESPACE, syncer_service_account(cluster)
+    out: list[tuple[str, dict]] = [
+        (f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}",
+         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})]
+    for obj in syncer_role_binding(logical_cluster, cluster, ns, cluster_namespace=namespace, resources=resources):
+        meta = obj["metadata"]
+        where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+        out.append((f"/apis/rbac.authorization.k8s.io/v1{where}/{_RBAC_PLURALS[obj['kind']]}/{meta['name']}", obj))
+    out.append((f"/api/v1/namespaces/{ns}/secrets/{sa}-token", {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+        "metadata": {"name": f"{sa}-token", "namespace": ns, "annotations": {"kubernetes.io/service-account.name": sa}}}))
+    return out
+
+
+async def provision_syncer_identity(hub: Client, logical_cluster: str, cluster: str, namespace: str,
+                                    resources: list[str] | None, manager: str) -> str:
+    """Give the Syncer of Cluster ``namespace/cluster`` its own identity on the hub: the
+    ServiceAccount :func:`syncer_service_account` in ``fleetplane-system`` of
+    ``logical_cluster``, its least-privilege bindings (:func:`syncer_role_binding`) and a token
+    Secret. Returns the
+    token, which works only in ``logical_cluster`` and dies with its Secret or ServiceAccount.
+    ``hub`` addresses the hub (paths carry ``/clusters/<lc>``); idempotent."""
+    prefix = f"/clusters/{logical_cluster}"
+    for name in dict.fromkeys((SYNCER_NAMESPACE, namespace)):
+        try:
+            await hub.create(f"{prefix}/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, manager)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    token_secret = ""
+    for path, obj in _syncer_objects(logical_cluster, cluster, namespace, resources):
+        if obj["apiVersion"].startswith("rbac."):
+            await hub.apply(prefix + path, obj, manager)
+            continue
+        token_secret = path if obj["kind"] == "Secret" else token_secret
+        try:
+            await hub.create(prefix + path.rsplit("/", 1)[0], obj, manager)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    got = await hub.get(prefix + token_secret)
+    token = ((got or {}).get("data") or {}).get("token")
+    if not token:
+        raise RuntimeError(f"the hub did not fill the token of Secret {token_secret}")
+    return base64.b64decode(token).decode()
+
+
+async def revoke_syncer_identity(hub: Client, logical_cluster: str, cluster: str, namespace: str) -> None:
+    """Delete what :func:`provision_syncer_identity` made; the token stops working at once."""
+    prefix = f"/clusters/{logical_cluster}"
+    for path, _ in reversed(_syncer_objects(logical_cluster, cluster, namespace, None)):
+        await hub.delete(prefix + path)
+    for plural in ("clusterrolebindings", "clusterroles"):  # only Clusters with extra types have these
+        await hub.delete(f"{prefix}/apis/rbac.authorization.k8s.io/v1/{plural}/fleetplane:syncer:{cluster}:types")
+
+
+
 # -- the Cluster controller ----------------------------------------------------------------------
 
 
@@ -381,15 +458,16 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
       customresourcedefinitions ``list`` (87) and ``patch`` (90) the ``imported-from`` label off.
       Covered for the default synced types (the Syncer rules); others as for the Syncer.
 
-    Push-mode Syncers run in this process with this identity (cluster_controller.py:590, 597), so
-    the role also carries :func:`_syncer_rules` and :func:`_syncer_secrets_rules` -- in every
-    logical cluster, where a pull-mode Syncer's grant is in one. That makes this identity a reader
-    of every Secret; docs/security.md says how per-Syncer tokens would end that.
-
-    Provisioning a pull-mode Syncer's identity (its ServiceAccount, :func:`syncer_role_binding`,
-    a token Secret) is done by ``fleetplane syncer manifests``, as the administrator who runs it
-    (``fleet/cluster_pull.py`` ``provision_syncer``): this role has no RBAC, ServiceAccount or
-    TokenRequest rights at all.
+    Push-mode Syncers run in this process but act as their own ServiceAccounts, which this
+    identity provisions (``provision_syncer_identity``, called by cluster_controller.py
+    ``_ensure_syncer``) and revokes on cleanup (``revoke_syncer_identity``): Namespaces
+    ``create`` (``fleetplane-system``), serviceaccounts ``create``/``get``/``delete``, the
+    bindings and per-Syncer Role (roles, rolebindings, clusterrolebindings ``get``, ``create``,
+    ``patch`` for server-side apply, ``delete``), ``bind`` on exactly the two Syncer ClusterRoles
+    (no ``escalate``), clusterroles ``delete`` (a types role an admin made), and clusters ``get``
+    plus leases ``patch``, which the escalation check wants it to hold to write the per-Syncer
+    Role. Its token comes from a token Secret (secrets ``create``, held already). Cleanup also
+    needs the default synced types' ``get``/``list``/``patch`` (:func:`synced_type_rules`).
     """
     own = [
         _rule(_WATCH_VERBS, urls=[WILDCARD_PATH]),
@@ -403,7 +481,16 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
         _rule(["create"], [CORE], ["events"]),
         _rule(["list", "patch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
     ]
-    return _merge(own, _syncer_rules(), _syncer_secrets_rules())
+    provisioning = [
+        _rule(["get"], [CLUSTER_GROUP], [CLUSTER_PLURAL]),
+        _rule(["patch"], [COORDINATION], ["leases"]),
+        _rule(["create"], [CORE], ["namespaces"]),
+        _rule(["create", "delete", "get"], [CORE], ["serviceaccounts"]),
+        _rule(["create", "delete", "get", "patch"], [RBAC_GROUP], ["clusterrolebindings", "rolebindings", "roles"]),
+        _rule(["delete"], [RBAC_GROUP], ["clusterroles"]),
+        _rule(["bind"], [RBAC_GROUP], ["clusterroles"], [SYNCER_ROLE, SYNCER_SECRETS_ROLE]),
+    ]
+    return _merge(own, provisioning, synced_type_rules(SYNCER_DEFAULT_RESOURCES))
 
 
 # -- the splitter --------------------------------------------------------------------------------
