@@ -52,6 +52,10 @@ def main() -> None:
         background.append(cc_background(probe_interval=args.probe_interval, details_interval=1.0, request_timeout=2.0,
                                         syncer_poll_interval=1.0, syncer_backoff=(0.2, 2.0), status_rate=2.0,
                                         status_burst=20, failure_threshold=0.0))
+    from fleetplane.fleet import identities
+    from fleetplane.pipeline.authorization import bootstrap
+
+    bootstrap.add(identities.cluster_roles(), identities.cluster_role_bindings())  # as `fleetplane start` does
     run(Options(data_dir=Path(args.data_dir), port=args.port, extra_types=extra, system_crds=crds), background=background)
 
 

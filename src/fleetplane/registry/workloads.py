@@ -764,11 +764,6 @@ class ReplicaSetStrategy(_WorkloadStrategy):
         return self._validate_common(obj)
 
 
-_DEFAULT_TOLERATIONS = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-)
-
 POD_UPDATE_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
     "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
@@ -808,20 +803,7 @@ class PodStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
-        # admission: ServiceAccount, Priority, DefaultTolerationSeconds
-        sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-        spec["serviceAccountName"] = sa
-        spec["serviceAccount"] = sa
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        tolerations = spec.get("tolerations")
-        if tolerations is None or isinstance(tolerations, list):
-            tolerations = list(tolerations or [])
-            for t in _DEFAULT_TOLERATIONS:
-                if not any(isinstance(x, dict) and x.get("key") == t["key"] and x.get("effect") in (None, "", "NoExecute")
-                           for x in tolerations):
-                    tolerations.append(dict(t))
-            spec["tolerations"] = tolerations
+        # serviceAccountName, priority and tolerations come from admission (pipeline/admission/pods.py)
         status: dict[str, Any] = {"phase": "Pending"}
         try:
             status["qosClass"] = qos_class(spec)

@@ -3,6 +3,7 @@
 - NamespaceLifecycle: no new content in a missing or terminating namespace; ``default``,
   ``kube-system`` and ``kube-public`` cannot be deleted (kube's plugin of that name).
 - LogicalClusterProtection: the root logical cluster cannot be deleted.
+- ServiceAccount, Priority, DefaultTolerationSeconds: Pod defaulting (``pods.py``).
 - KindAdmission: a check that a package contributes for one kind (the ClusterProfile rules
   from ``inventory``): ``(obj, old, namespace labels) -> field errors``, run on create and
   update of that kind, subresources included.
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from ...apimachinery.errors import FieldError, StatusError
 from .chain import CREATE, DELETE, UPDATE, BasePlugin, Chain, Request
+from .pods import add_pod_plugins
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 ROOT = "root"
@@ -85,4 +87,6 @@ class KindAdmission(BasePlugin):
 
 def default_chain(state: NamespaceState, catch_up: CatchUp) -> Chain:
     """The plugins every hub runs, in kube's order (contributed plugins are added after)."""
-    return Chain([NamespaceLifecycle(state, catch_up), LogicalClusterProtection()])
+    chain = Chain([NamespaceLifecycle(state, catch_up), LogicalClusterProtection()])
+    add_pod_plugins(chain)
+    return chain
