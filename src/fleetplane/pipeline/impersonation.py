@@ -21,7 +21,9 @@ USER, GROUP, UID, EXTRA_PREFIX = "impersonate-user", "impersonate-group", "imper
 
 def requested(headers: Iterable[tuple[str, str]]) -> tuple[str, list[str], str, dict[str, list[str]]] | None:
     """(user, groups, uid, extra) asked for by Impersonate-* headers, or None if there are none."""
-    user, uid, groups, extra, any_header = "", "", [], {}, False
+    user, uid, any_header = "", "", False
+    groups: list[str] = []
+    extra: dict[str, list[str]] = {}
     for k, v in headers:
         if not k.startswith("impersonate-"):
             continue
@@ -50,8 +52,9 @@ def impersonate(requester: UserInfo, headers: Iterable[tuple[str, str]], cluster
         refs = [f"groups={g}" for g in groups] + [f"extra={k}" for k in extra] + ([f"uid={uid}"] if uid else [])
         raise e.bad_request(f"requested [{' '.join(refs)}] without impersonating a user")
 
-    def check(**kw: str) -> None:
-        attrs = Attributes(requester, "impersonate", cluster, **kw)
+    def check(*, group: str, resource: str, name: str, namespace: str = "", subresource: str = "") -> None:
+        attrs = Attributes(requester, "impersonate", cluster, group=group, resource=resource, name=name,
+                           namespace=namespace, subresource=subresource)
         if not authorize(attrs).allowed:
             raise forbidden(attrs)
 

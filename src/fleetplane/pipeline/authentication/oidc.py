@@ -46,8 +46,8 @@ try:  # the CEL engine (common-expression-language), as registry.schema.celengin
 
     logging.getLogger("cel").addHandler(logging.NullHandler())
 except ImportError:  # pragma: no cover - pinned in pyproject.toml
-    _cel = None
-    _cel_stdlib = None
+    _cel = None  # type: ignore[assignment]
+    _cel_stdlib = None  # type: ignore[assignment]
 
 log = logging.getLogger("fleetplane.authentication.oidc")
 
@@ -807,6 +807,7 @@ def _parse_jwks(doc: Any) -> list[_JWK]:
         if not isinstance(k, dict) or k.get("use", "sig") != "sig":
             continue
         try:
+            pub: Any
             if k.get("kty") == "RSA":
                 pub = RSAAlgorithm.from_jwk(k)
             elif k.get("kty") == "EC":
@@ -1196,8 +1197,8 @@ class Authenticators:
                 return user
         parsed = _peek(token)
         iss = None if parsed is None else _issuer_of(parsed[1])
-        a = self.by_issuer.get(iss) if iss is not None else None
-        return None if a is None else await a._authenticate(token, parsed, digest)
+        found = self.by_issuer.get(iss) if iss is not None else None
+        return None if found is None else await found._authenticate(token, parsed, digest)
 
     async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
         return await self.authenticate(token)

@@ -120,7 +120,7 @@ class TokenSecrets(BasePlugin):
         sa_name = annotations.get(SA_NAME_ANNOTATION) if isinstance(annotations, dict) else None
         if not sa_name:
             return  # validation refuses it (kube requires the annotation)
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data: dict = obj["data"] if isinstance(obj.get("data"), dict) else {}
         if req.operation == UPDATE and req.old is not None and (req.old.get("data") or {}).get("token"):
             old_data = req.old.get("data") or {}
             obj["data"] = {**data, **{k: old_data[k] for k in ("token", "ca.crt", "namespace") if k in old_data}}

@@ -25,5 +25,5 @@ def user_from_certificate(der: bytes) -> UserInfo | None:
     if not name:
         return None
     groups = tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
-    extra = {CREDENTIAL_ID: (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)}
+    extra: dict[str, tuple[str, ...]] = {CREDENTIAL_ID: (f"X509SHA256={hashlib.sha256(der).hexdigest()}",)}
     return UserInfo(name, "", groups, extra)
