@@ -188,7 +188,8 @@ def build_pipeline(opts: Options, creds: Credentials, registry: Registry, review
     tokens: list[TokenAuthenticator] = [StaticTokens({creds.token: ADMIN})]
     if opts.token_auth_file:
         tokens.append(load_token_file(opts.token_auth_file))
-    tokens.append(CatchingUp(sa_tokens, registry.cache.sync))
+    sa_authenticator = CatchingUp(sa_tokens, registry.cache.sync)
+    tokens.append(sa_authenticator)
     anonymous = AnonymousPolicy(opts.anonymous_auth)
     oidc = None
     if opts.authentication_config:
@@ -206,7 +207,7 @@ def build_pipeline(opts: Options, creds: Credentials, registry: Registry, review
         if status.get("authenticated") or status.get("error"):
             return status
         for t in tokens:
-            if t is sa_tokens:
+            if t is sa_authenticator:
                 continue
             try:
                 user = await t.authenticate_token(token, cluster)
