@@ -400,6 +400,24 @@ def test_syncer_manifests(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> N
     assert as_syncer(f"/clusters/{fleet.lc}/apis/tenancy.fleetplane.io/v1alpha1/logicalclusters") in (403, 404)
     assert as_syncer(f"/clusters/{fleet.lc}/apis/cluster.example.dev/v1alpha1/namespaces/fleet/clusters") == 403
     assert as_syncer("/api/v1/namespaces/default/configmaps") == 401  # another logical cluster
+    assert as_syncer(f"/clusters/{fleet.lc}/api/v1/namespaces/fleet/secrets?labelSelector=kcp.dev%2Fcluster%3Dedge-1") == 403
+    # A Syncer that syncs Secrets reads only those labelled for its cluster (the hub's label
+    # scope; RBAC cannot say it).
+    out = subprocess.run([*fleetplane("syncer"), "syncer", "manifests", "--cluster", "edge-1", "--hub-kubeconfig",
+                          str(fleet.kubeconfig), "--namespace", "fleet"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    secret_doc = next(d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Secret")
+    token = yaml.safe_load(secret_doc["stringData"]["kubeconfig"])["users"][0]["user"]["token"]
+    for name, labels in (("synced", {"kcp.dev/cluster": "edge-1"}), ("private", {}), ("elsewhere", {"kcp.dev/cluster": "edge-2"})):
+        fleet.kubectl("apply", "-n", "fleet", "-f", "-", stdin=json.dumps(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels}, "stringData": {"k": "v"}}))
+    secrets = f"/clusters/{fleet.lc}/api/v1/namespaces/fleet/secrets"
+    assert as_syncer(f"{secrets}?labelSelector=kcp.dev%2Fcluster%3Dedge-1") == 200
+    assert as_syncer(secrets) == 403 and as_syncer(f"{secrets}?labelSelector=kcp.dev%2Fcluster%3Dedge-2") == 403
+    assert (as_syncer(f"{secrets}/synced"), as_syncer(f"{secrets}/private"), as_syncer(f"{secrets}/elsewhere")) == (200, 403, 403)
+    patch = fleet.hub.request("PATCH", f"{secrets}/private", {"metadata": {"labels": {"x": "y"}}}, auth=False,
+                              content_type="application/merge-patch+json", headers={"Authorization": f"Bearer {token}"})
+    assert patch[0] == 403
     assert as_syncer("/clusters/*/api/v1/secrets") == 401
     args = docs[5]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["syncer", "--hub-kubeconfig"] and "edge-1" in args and fleet.lc in args

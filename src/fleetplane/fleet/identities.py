@@ -41,6 +41,7 @@ from .cluster_crd import GROUP as CLUSTER_GROUP
 from .cluster_crd import LABEL_CLUSTER
 from .cluster_crd import PLURAL as CLUSTER_PLURAL
 from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
+from .syncer import constants as sync_constants
 
 __all__ = [
     "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
@@ -66,6 +67,11 @@ SYNCER_SECRETS_ROLE = "system:fleetplane:syncer:secrets"
 #: with whoever administers fleetplane in that logical cluster, as kube keeps its controllers'
 #: ServiceAccounts in kube-system.
 SYNCER_NAMESPACE = "fleetplane-system"
+#: the hub's label scope for a ServiceAccount (its API, as kube's annotations are; the hub side is
+#: pipeline/authorization/scope.py): a Syncer reads and writes only the Secrets labelled for its cluster
+LABEL_SCOPE_ANNOTATION = "authorization.fleetplane.io/label-scope"
+SCOPE_FINALIZER_ANNOTATION = "authorization.fleetplane.io/scope-finalizer"
+SYNC_LABEL = sync_constants.CLUSTER_LABEL
 
 #: leader election (``fleet/leader.py``): Lease ``kube-system/<name>`` in the logical cluster of
 #: the controller's kubeconfig (``root`` for ``fleetplane start``)
@@ -369,7 +375,11 @@ def _syncer_objects(logical_cluster: str, cluster: str, namespace: str, resource
     ns, sa = SYNCER_NAMESPACE, syncer_service_account(cluster)
     out: list[tuple[str, dict]] = [
         (f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}",
-         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})]
+         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns, "annotations": {
+             # the hub's label scope: Secrets only with this label (or our finalizer), see
+             # pipeline/authorization/scope.py
+             LABEL_SCOPE_ANNOTATION: f"{SYNC_LABEL}={cluster}",
+             SCOPE_FINALIZER_ANNOTATION: sync_constants.finalizer(cluster)}}})]
     for obj in syncer_role_binding(logical_cluster, cluster, ns, cluster_namespace=namespace, resources=resources):
         meta = obj["metadata"]
         where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""

@@ -87,6 +87,8 @@ class HubApp:
         #: None: every request is served unauthenticated (``--no-auth``, tests of the bare app)
         self.pipeline = pipeline
         self.resources = ResourceHandler(registry, config.bookmark_interval)
+        if pipeline is not None:
+            self.resources.object_check = pipeline.object_check
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
         self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}

@@ -8,6 +8,7 @@ the handlers pass on to admission through the registry's ``Context``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pipeline.authentication.chain import Authenticator
@@ -41,13 +42,15 @@ def request_attributes(user: UserInfo, req: Request, info: RequestInfo) -> Attri
     if not info.is_resource:
         return Attributes(user, verb, info.cluster, resource_request=False, path=info.path)
     return Attributes(user, verb, info.cluster, True, info.group, info.version, info.resource, info.subresource,
-                      info.namespace, info.name)
+                      info.namespace, info.name, label_selector=req.param("labelSelector"))
 
 
 @dataclass
 class Pipeline:
     authenticator: Authenticator
     authorizer: Authorizer
+    #: a read of one object by name, checked once the object is known (label-scoped identities)
+    object_check: Callable[[Attributes, dict | None], None] | None = None
 
     async def admit_request(self, req: Request, info: RequestInfo) -> Attributes:
         """Authenticate, impersonate and authorize ``req``; raises 401/400/403 StatusErrors."""
@@ -58,6 +61,7 @@ class Pipeline:
             if any(k.startswith(b"impersonate-") for k, _ in req.raw_headers) else None
         req.user = acting or user
         attrs = request_attributes(req.user, req, info)
+        req.attributes = attrs
         result = self.authorizer.authorize(attrs)
         if not result.allowed:
             raise forbidden(attrs, result.reason if result.reason and result.decision.value == "deny" else "")

@@ -6,6 +6,7 @@ decoding, status codes, Tables, and the Scale view of a resource.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -115,6 +116,8 @@ class ResourceHandler:
         self.registry = registry
         self.store = registry.store
         self.bookmark_interval = bookmark_interval
+        #: the pipeline's check of an object read by name, once it is known (label scopes)
+        self.object_check: Callable[[Any, dict], None] | None = None
 
     async def handle(self, req: Request, info: RequestInfo) -> None:
         rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
@@ -167,6 +170,8 @@ class ResourceHandler:
     async def get(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
         obj = await self.store.get(rt, ctx, info.name)
+        if self.object_check is not None and req.attributes is not None:
+            self.object_check(req.attributes, obj)
         if info.subresource == "scale":
             await respond_json(req, 200, self._scale_of(rt, obj))
             return

@@ -40,6 +40,8 @@ class Request:
     user: Any = None
     #: who sent it (before impersonation); None until authenticated
     authenticated_user: Any = None
+    #: what authorization decided on (pipeline.authorization.attributes.Attributes)
+    attributes: Any = None
     #: the body, once read (the audit log records it at level Request)
     body_bytes: bytes = b""
     #: the audit log wants the request body: handlers keep a copy of what they decoded

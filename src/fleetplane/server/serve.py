@@ -37,6 +37,7 @@ from ..pipeline.authorization.escalation import EscalationPlugin
 from ..pipeline.authorization.membership import MembershipAuthorizer
 from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
+from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
 from ..pipeline.user import MASTERS, UserInfo
 from ..registry.catalog import ROOT
 from ..registry.hub import Registry
@@ -220,11 +221,12 @@ def build_pipeline(opts: Options, creds: Credentials, registry: Registry, review
     reviews.authentication.token_reviewer = review_token
     source = CachePolicySource(registry.cache)
     rbac = RBACAuthorizer(source)
-    authorizer = AuthorizerChain(MembershipAuthorizer(rbac, source))
+    authorizer = LabelScope(AuthorizerChain(MembershipAuthorizer(rbac, source)), CacheLookup(registry.cache))
     registry.store.admission.add(EscalationPlugin(rbac))
+    registry.store.admission.add(LabelScopeAdmission(authorizer))
     reviews.authorization.authorizer, reviews.authorization.rbac = authorizer, rbac
     serve_bootstrap_policy(registry, rbac)
-    return Pipeline(authn, authorizer), oidc
+    return Pipeline(authn, authorizer, object_check=authorizer.check_object), oidc
 
 
 def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:

@@ -296,7 +296,13 @@ class TypeWorker:
             try:
                 items, _ = await self.sync.syncer.hub.list_all(self.st.hub.path())
                 break
-            except ApiError:
+            except ApiError as exc:
+                if exc.status == 403:
+                    # a label-scoped identity (Secrets) may list only what is labelled for it: an
+                    # object that lost its label while no Syncer ran keeps our finalizer until the
+                    # label is back or an admin removes the finalizer
+                    log.info("syncer %s: no unlabelled sweep of %s: %s", self.sync.syncer.cluster_name, self.st.key, exc.message)
+                    return
                 await asyncio.sleep(2.0)
         for o in items:
             if fin in (_meta(o).get("finalizers") or []) and _labels(o).get(C.CLUSTER_LABEL) != self.sync.syncer.cluster_name:

@@ -21,6 +21,8 @@ class Attributes:
     namespace: str = ""
     name: str = ""
     path: str = ""  # non-resource requests: the path without the /clusters/<name> prefix
+    #: list/watch: the request's labelSelector (kube hands authorizers the selectors, KEP-4601)
+    label_selector: str = ""
 
 
 class Decision(Enum):
