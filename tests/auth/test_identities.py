@@ -120,6 +120,9 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: vera}]
     assert auth_hub.request("GET", "/clusters/*/api/v1/secrets", auth=False, headers=vera)[0] == 403
     # the wildcard is the only way in: team-b itself binds vera to nothing
     assert auth_hub.request("GET", "/clusters/team-b/api/v1/namespaces/default/configmaps", auth=False, headers=vera)[0] == 403
+    admin_in("root")("delete", "clusterrolebinding", "vera-fleet-configmaps")  # the other tests expect no such grant
+    wait_for(lambda: auth_hub.request("GET", "/clusters/*/api/v1/configmaps", auth=False, headers=vera)[0] == 403, 10,
+             what="the wildcard closed again")
 
 
 def test_whoami_and_can_i(tenants, as_user) -> None:
@@ -306,3 +309,62 @@ def test_a_consumer_reads_its_cluster_credential_and_nothing_else(tenants, admin
                                 headers={"Authorization": f"Bearer {token}"})[0]
 
     assert (get("/edge-1"), get("/edge-2"), get("")) == (200, 403, 403)
+
+
+WHO = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "vera": "vera-token-0123456789", "anonymous": None}
+PATHS = {  # resource -> (collection path in namespace default, or cluster-scoped)
+    "secrets": "/api/v1/namespaces/default/secrets",
+    "configmaps": "/api/v1/namespaces/default/configmaps",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+    "clusters": "/apis/cluster.example.dev/v1alpha1/namespaces/default/clusters",
+    "logicalclusters": "/apis/tenancy.fleetplane.io/v1alpha1/logicalclusters",
+}
+#: what the fixtures grant: alice's group and bob's group edit in default of team-a / team-b; vera
+#: views team-a's default. Nothing else is granted to anyone but the admin.
+GRANTS = {("alice", "mx-a"): "edit", ("bob", "mx-b"): "edit", ("vera", "mx-a"): "view"}
+EDIT = {"secrets", "configmaps"}
+VIEW = {"configmaps"}
+
+
+def expected(who: str, cluster: str, resource: str, verb: str) -> bool:
+    grant = GRANTS.get((who, cluster))
+    if grant == "edit":
+        return resource in EDIT
+    if grant == "view":
+        return resource in VIEW and verb in ("get", "list", "watch")
+    return False
+
+
+@pytest.fixture(scope="module")
+def matrix_tenants(auth_hub: Hub, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Logical clusters of their own (the other tests add grants to team-a and team-b)."""
+    d = tmp_path_factory.mktemp("matrix")
+    Kubectl(auth_hub.kubeconfig_for("mx-a", d), namespace="default")(
+        "apply", "-f", "-", stdin=EDIT_FOR_TEAM_A + "---" + VIEW_FOR_VERA)
+    Kubectl(auth_hub.kubeconfig_for("mx-b", d), namespace="default")(
+        "apply", "-f", "-", stdin=EDIT_FOR_TEAM_A.replace("team-a-devs", "team-b-devs"))
+
+
+@pytest.mark.parametrize("who", list(WHO))
+@pytest.mark.parametrize("cluster", ["mx-a", "mx-b", "root", "*"])
+def test_tenant_matrix_over_http(matrix_tenants, auth_hub: Hub, who: str, cluster: str) -> None:
+    """Every identity x logical cluster x resource x verb, as a client sees it: 2xx/404 where
+    RBAC grants it, 403 (401 for nobody) where it does not, never anything else."""
+    headers = {"Authorization": f"Bearer {WHO[who]}"} if WHO[who] else {}
+    for resource, path in PATHS.items():
+        if resource == "logicalclusters" and cluster not in ("root", "*"):
+            continue  # served in root only
+        base = f"/clusters/{cluster}{path}"
+        for verb, method, url, body in (
+                ("list", "GET", base, None), ("watch", "GET", base + "?watch=1&timeoutSeconds=1", None),
+                ("get", "GET", base + "/matrix-probe", None), ("create", "POST", base, {"metadata": {"name": f"m-{who}"}}),
+                ("delete", "DELETE", base + "/matrix-probe", None)):
+            if cluster == "*" and verb not in ("list", "watch"):
+                continue  # the wildcard serves list and watch only (405, before any authorization question)
+            code = auth_hub.request(method, url, body, auth=False, headers=headers)[0]
+            allowed = cluster != "*" and expected(who, cluster, resource, verb)
+            what = f"{who} {verb} {resource} in {cluster}: {code}"
+            if allowed:
+                assert code in (200, 201, 404, 422), what  # 404: no such probe object; 422: a body the type refuses
+            else:
+                assert code == 403, what
