@@ -98,3 +98,16 @@ def test_the_data_dir_and_database_are_private(auth_hub: Hub) -> None:
         p = auth_hub.data_dir / name
         assert p.exists(), name
         assert stat.S_IMODE(p.stat().st_mode) & 0o077 == 0, f"{name} is {oct(stat.S_IMODE(p.stat().st_mode))}"
+
+
+def test_names_ending_in_a_newline_are_refused(auth_hub: Hub) -> None:
+    """Python's ``$`` matches before a final newline; every name rule is a full match now."""
+    for body, path in (({"metadata": {"name": "bad\n"}, "data": {}}, "/api/v1/namespaces/default/configmaps"),
+                       ({"metadata": {"name": "bad\n"}}, "/api/v1/namespaces")):
+        code, resp = auth_hub.json("POST", path, body)
+        assert code == 422 and resp["reason"] == "Invalid", resp
+    for name in ("root%0A", "team%0A"):
+        code, resp = auth_hub.json("GET", f"/clusters/{name}/api/v1/namespaces")
+        assert code == 400 and "invalid cluster" in resp["message"], resp
+    code, body = auth_hub.json("GET", "/apis/tenancy.fleetplane.io/v1alpha1/logicalclusters")
+    assert not any(i["metadata"]["name"].endswith("\n") for i in body["items"])

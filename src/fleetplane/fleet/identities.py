@@ -103,8 +103,8 @@ _WATCH_VERBS = ("list", "watch")
 #: metadata/status/retained-field patches -- never create, update or delete
 _SYNC_VERBS = ("get", "list", "watch", "patch")
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 # -- building blocks ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from .credentials import find_credentials
 
 __all__ = ["admit", "clusterset_of_namespace", "validate"]
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _KEP = "KEP-4322"
 
 

@@ -65,7 +65,7 @@ SECRET_FIELDS = frozenset({
 #: A ``secret: {name: ..., namespace: ...}`` object is a reference, not material.
 _REFERENCE_OK = frozenset({"secret"})
 
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*\Z")
 _ENV_NOT_SECRET_SUFFIX = frozenset({"FILE", "PATH", "DIR", "NAME", "REF", "ID", "URL", "URI", "ENDPOINT",
                                     "AUDIENCE", "HOST", "REGION", "ENABLED", "TYPE", "MODE"})
 _ENV_SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"})

@@ -17,9 +17,9 @@ from . import crd
 from .meta import now_rfc3339
 from .rbac import rbac_types
 from .types import META_FIELDS, ResourceType, Strategy
-from .validation import CLUSTER_PATH, dns_label_error, validate_object_meta
+from .validation import CLUSTER_PATH, CLUSTER_PATH_TEXT, dns_label_error, validate_object_meta
 
-_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 
 
 class CoreStrategy(Strategy):
@@ -210,7 +210,7 @@ class LogicalClusterStrategy(Strategy):
 def cluster_name_error(name: str) -> str | None:
     if CLUSTER_PATH.match(name):
         return None
-    return "does not match the regex " + CLUSTER_PATH.pattern
+    return "does not match the regex " + CLUSTER_PATH_TEXT
 
 
 def _get(*path: str):

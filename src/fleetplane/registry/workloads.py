@@ -46,7 +46,7 @@ SCALE_SELECTOR_PATH: str | None = ".spec.selector"
 # -- quantities ----------------------------------------------------------------------------------
 
 QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?$")
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?\Z")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
@@ -564,7 +564,7 @@ def _canonicalize_resources(spec: Any, kind: str, version: str) -> None:
 
 # -- int-or-string ---------------------------------------------------------------------------------
 
-_PERCENT = re.compile(r"^([0-9]+)%$")
+_PERCENT = re.compile(r"^([0-9]+)%\Z")
 
 
 def scaled_value(value: Any, total: int, round_up: bool) -> int:

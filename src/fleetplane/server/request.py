@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ..apimachinery import errors as e
-from ..registry.validation import CLUSTER_PATH
+from ..registry.validation import CLUSTER_PATH, CLUSTER_PATH_TEXT
 
 ROOT = "root"
 
@@ -37,7 +37,7 @@ def split_cluster(raw_path: str) -> tuple[str, str]:
         name, _, tail = rest.partition("/")
         name = unquote(name)
         if name != "*" and not CLUSTER_PATH.match(name):
-            raise e.bad_request(f'invalid cluster: "{name}" does not match the regex {CLUSTER_PATH.pattern}')
+            raise e.bad_request(f'invalid cluster: "{name}" does not match the regex {CLUSTER_PATH_TEXT}')
         return name, "/" + tail
     return ROOT, raw_path
 

@@ -85,7 +85,7 @@ COMPONENT = "fleetplane-splitter"
 #: parent annotations never copied to children
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
                ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 DEPLOYMENTS = ("apps", "v1", "deployments")
 ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name

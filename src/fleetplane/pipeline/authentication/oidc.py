@@ -564,7 +564,7 @@ def _validate_user_rules(st: _State, rules: Sequence[UserValidationRule], path: 
     return errs
 
 
-_HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+_HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z")
 _HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
 
 
