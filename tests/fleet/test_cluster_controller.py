@@ -418,6 +418,12 @@ def test_syncer_manifests(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> N
     patch = fleet.hub.request("PATCH", f"{secrets}/private", {"metadata": {"labels": {"x": "y"}}}, auth=False,
                               content_type="application/merge-patch+json", headers={"Authorization": f"Bearer {token}"})
     assert patch[0] == 403
+    # impersonating the Syncer (kube's `edit` may impersonate the ServiceAccounts of its namespace)
+    # brings its scope along
+    sa = {"Impersonate-User": "system:serviceaccount:fleetplane-system:fleetplane-syncer-edge-1"}
+    assert fleet.hub.request("GET", secrets, headers=sa)[0] == 403
+    assert fleet.hub.request("GET", f"{secrets}/private", headers=sa)[0] == 403
+    assert fleet.hub.request("GET", f"{secrets}/synced", headers=sa)[0] == 200
     assert as_syncer("/clusters/*/api/v1/secrets") == 401
     args = docs[5]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["syncer", "--hub-kubeconfig"] and "edge-1" in args and fleet.lc in args

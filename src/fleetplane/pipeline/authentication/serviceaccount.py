@@ -35,7 +35,7 @@ from jwt.utils import base64url_encode
 
 from ...apimachinery import errors as e
 from ..user import CLUSTER_EXTRA, CREDENTIAL_ID, SA_PREFIX, UserInfo, service_account_user
-from .errors import AuthenticationError
+from .errors import AuthenticationError, ReferenceMissing
 
 LEGACY_ISSUER = "kubernetes/serviceaccount"
 OPENID_CONFIG_PATH = "/.well-known/openid-configuration"
@@ -573,7 +573,7 @@ class ServiceAccountAuthenticator:
     def _service_account(self, cluster: str, namespace: str, name: str, uid: str, now: float, legacy: bool) -> None:
         sa = self.lookup.service_account(cluster, namespace, name)
         if sa is None:
-            raise AuthenticationError(f'serviceaccounts "{name}" not found')
+            raise ReferenceMissing(f'serviceaccounts "{name}" not found')
         if legacy:
             if (sa.get("metadata") or {}).get("deletionTimestamp"):
                 raise AuthenticationError(f"ServiceAccount {namespace}/{name} has been deleted")
@@ -623,7 +623,7 @@ class ServiceAccountAuthenticator:
             secref = secref if isinstance(secref, dict) else {}
             secret = self.lookup.secret(cluster, namespace, str(secref.get("name") or ""))
             if secret is None:
-                raise AuthenticationError("service account token has been invalidated")
+                raise ReferenceMissing("service account token has been invalidated")
             if str(secref.get("uid") or "") != _uid(secret):
                 raise AuthenticationError(f"secret UID ({_uid(secret)}) does not match service account "
                                           f"secret ref claim ({secref.get('uid') or ''})")
@@ -662,7 +662,9 @@ class ServiceAccountAuthenticator:
         auds = self._audiences(implicit, wanted)  # legacy tokens carry no aud: the API's
 
         secret = self.lookup.secret(cluster, namespace, secret_name)
-        if secret is None or (secret.get("metadata") or {}).get("deletionTimestamp"):
+        if secret is None:
+            raise ReferenceMissing("Token has been invalidated")
+        if (secret.get("metadata") or {}).get("deletionTimestamp"):
             raise AuthenticationError("Token has been invalidated")
         stored = (secret.get("data") or {}).get("token") or ""
         try:

@@ -20,7 +20,7 @@ from ...apimachinery.errors import FieldError
 from ...storage import keys
 from ..admission.chain import CREATE, UPDATE, BasePlugin, Request
 from ..user import UserInfo
-from .errors import AuthenticationError
+from .errors import ReferenceMissing
 from .serviceaccount import ServiceAccountAuthenticator, TokenIssuer, bound_secret, validate_token_request
 
 if TYPE_CHECKING:
@@ -65,9 +65,8 @@ class CatchingUp:
     async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
         try:
             return self.inner.authenticate(token, cluster)
-        except AuthenticationError as exc:
-            if "not found" not in str(exc) and "invalidated" not in str(exc):
-                raise
+        except ReferenceMissing:
+            pass
         await self.catch_up()
         return self.inner.authenticate(token, cluster)
 

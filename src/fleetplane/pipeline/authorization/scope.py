@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...apimachinery.errors import FieldError, StatusError
 from ...apimachinery.selectors import LabelSelector
 from ..admission.chain import DELETE, UPDATE, BasePlugin, Request
-from ..user import CLUSTER_EXTRA, UserInfo, split_service_account
+from ..user import UserInfo, split_service_account
 from .attributes import Attributes, Decision, Result
 from .authorizer import Authorizer, forbidden
 
@@ -30,6 +30,7 @@ FINALIZER_ANNOTATION = "authorization.fleetplane.io/scope-finalizer"
 #: (group, resource) the scope applies to
 SCOPED = frozenset({("", "secrets")})
 SCOPED_LIST_VERBS = frozenset({"list", "watch", "deletecollection"})
+ROOT = "root"  # where the /clusters/* wildcard is authorized
 
 
 def requires(selector: str, key: str, value: str) -> bool:
@@ -48,15 +49,16 @@ class LabelScope:
         self.inner = inner
         self.lookup = lookup
 
-    def scope_of(self, user: UserInfo | None) -> tuple[str, str, str] | None:
-        """(label key, value, finalizer) of a label-scoped ServiceAccount, else None."""
+    def scope_of(self, user: UserInfo | None, cluster: str) -> tuple[str, str, str] | None:
+        """(label key, value, finalizer) of a label-scoped ServiceAccount acting in ``cluster``,
+        else None. The ServiceAccount is looked up where the request acts, not where a token came
+        from: impersonating a scoped ServiceAccount (kube's ``edit`` may) brings its scope along."""
         if user is None:
             return None
         sa = split_service_account(user.name)
-        clusters = user.extra.get(CLUSTER_EXTRA, ())
-        if sa is None or not clusters:
+        if sa is None:
             return None
-        obj = self.lookup.service_account(clusters[0], sa[0], sa[1])
+        obj = self.lookup.service_account(ROOT if cluster == "*" else cluster, sa[0], sa[1])
         ann = ((obj or {}).get("metadata") or {}).get("annotations") or {}
         scope = ann.get(SCOPE_ANNOTATION)
         if not isinstance(scope, str) or "=" not in scope:
@@ -66,16 +68,17 @@ class LabelScope:
 
     def authorize(self, attrs: Attributes) -> Result:
         if (attrs.resource_request and (attrs.group, attrs.resource) in SCOPED and attrs.verb in SCOPED_LIST_VERBS
-                and (scope := self.scope_of(attrs.user)) is not None
+                and (scope := self.scope_of(attrs.user, attrs.cluster)) is not None
                 and not requires(attrs.label_selector, scope[0], scope[1])):
             return Result(Decision.DENY, f"this identity may {attrs.verb} {attrs.resource} only with the label "
                                          f"selector {scope[0]}={scope[1]}")
         return self.inner.authorize(attrs)
 
-    def object_allowed(self, user: UserInfo | None, group: str, resource: str, obj: dict[str, Any] | None) -> bool:
+    def object_allowed(self, user: UserInfo | None, cluster: str, group: str, resource: str,
+                       obj: dict[str, Any] | None) -> bool:
         if obj is None or (group, resource) not in SCOPED:
             return True
-        scope = self.scope_of(user)
+        scope = self.scope_of(user, cluster)
         if scope is None:
             return True
         meta = obj.get("metadata") or {}
@@ -83,7 +86,7 @@ class LabelScope:
 
     def check_object(self, attrs: Attributes, obj: dict[str, Any] | None) -> None:
         """403 (kube's wording) for a scoped identity reading an object outside its scope."""
-        if not self.object_allowed(attrs.user, attrs.group, attrs.resource, obj):
+        if not self.object_allowed(attrs.user, attrs.cluster, attrs.group, attrs.resource, obj):
             raise forbidden(attrs, "the object is outside this identity's label scope")
 
 
@@ -97,7 +100,7 @@ class LabelScopeAdmission(BasePlugin):
         self.scope = scope
 
     async def validate(self, req: Request) -> list[FieldError]:
-        if not self.scope.object_allowed(req.user, req.group, req.resource, req.old):
+        if not self.scope.object_allowed(req.user, req.cluster, req.group, req.resource, req.old):
             verb = "delete" if req.operation == DELETE else "update"
             attrs = Attributes(req.user, verb, req.cluster, group=req.group, resource=req.resource,  # type: ignore[arg-type]
                                namespace=req.namespace, name=req.name)
