@@ -368,3 +368,16 @@ def test_tenant_matrix_over_http(matrix_tenants, auth_hub: Hub, who: str, cluste
                 assert code in (200, 201, 404, 422), what  # 404: no such probe object; 422: a body the type refuses
             else:
                 assert code == 403, what
+
+
+def test_bootstrap_roles_are_shared_and_copied_on_write(tenants, admin_in, matrix_tenants) -> None:
+    a, b = admin_in("team-a"), admin_in("mx-b")
+    a("label", "clusterrole", "view", "example.com/touched=yes", "--dry-run=server")
+    assert "example.com/touched" not in (a.get_json("clusterrole", "view")["metadata"].get("labels") or {})
+    assert a.get_json("clusterrole", "view")["metadata"].get("resourceVersion", "") == ""  # still the shared copy
+    a("label", "clusterrole", "view", "example.com/touched=yes")
+    view_a = a.get_json("clusterrole", "view")
+    assert view_a["metadata"]["labels"]["example.com/touched"] == "yes" and view_a["metadata"]["resourceVersion"]
+    assert "example.com/touched" not in (b.get_json("clusterrole", "view")["metadata"].get("labels") or {})
+    err = b("delete", "clusterrole", "edit", check=False).err
+    assert "part of the bootstrap policy every logical cluster shares" in err

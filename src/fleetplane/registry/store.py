@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,18 +153,22 @@ class GenericStore:
         return self.presented(rt, cur)
 
     def _default(self, rt: ResourceType, cluster: str, name: str) -> CachedObject | None:
-        """A shared default object (``rt.defaults``) of ``cluster`` that no stored one shadows."""
+        """A shared default object (``rt.defaults``) of ``cluster``, as if cached at revision 0
+        (not stored: an update then creates this cluster's copy, see :meth:`_write_update`)."""
         if rt.defaults is None or cluster == "*":
             return None
         obj = rt.defaults(cluster).get(name)
-        return None if obj is None else CachedObject(self.key(rt, cluster, "", name), cluster, "", name, 0, obj)
+        return None if obj is None else self._default_object(rt, cluster, name, obj)
+
+    def _default_object(self, rt: ResourceType, cluster: str, name: str, obj: dict) -> CachedObject:
+        return CachedObject(self.key(rt, cluster, "", name), cluster, "", name, 0, obj)
 
     def _defaults(self, rt: ResourceType, cluster: str | None, stored: list[CachedObject]) -> list[CachedObject]:
+        """The defaults of ``cluster`` no stored object shadows."""
         if rt.defaults is None or cluster is None:
             return []
         have = {o.name for o in stored}
-        return [co for name in rt.defaults(cluster) if name not in have
-                and (co := self._default(rt, cluster, name)) is not None]
+        return [self._default_object(rt, cluster, name, obj) for name, obj in rt.defaults(cluster).items() if name not in have]
 
     def _matcher(self, rt: ResourceType, opts: ListOptions) -> Callable[[CachedObject], bool]:
         labels = opts.label_selector
@@ -421,14 +424,7 @@ class GenericStore:
         """Read, mutate, write guarded by the read's revision; retry on races the client did not pin."""
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         for _ in range(MAX_UPDATE_RETRIES):
-            cur = await self._current(rt, key)
-            if cur is None and not ctx.dry_run and (default := self._default(rt, ctx.cluster, name)) is not None:
-                # copy-on-write: the first change to a shared default stores this cluster's own copy
-                with contextlib.suppress(KeyExistsError):
-                    await self.storage.create(key, self.encode_for_storage(rt, copy_obj(default.obj)))
-                cur = await self._current(rt, key)
-            elif cur is None and ctx.dry_run:
-                cur = self._default(rt, ctx.cluster, name)
+            cur = await self._current(rt, key) or self._default(rt, ctx.cluster, name)
             if cur is None:
                 raise e.not_found(rt.group, rt.plural, name)
             old = self.present(rt, cur.obj)
@@ -522,7 +518,14 @@ class GenericStore:
             return self.present(rt, new)
         if ctx.dry_run:
             return self.present(rt, new)
-        rev = await self.storage.update(key, self.encode_for_storage(rt, new), revision)
+        if revision == 0:
+            # a shared default changed for the first time (copy-on-write): this cluster's own copy
+            try:
+                rev = await self.storage.create(key, self.encode_for_storage(rt, new))
+            except KeyExistsError:
+                raise RevisionMismatchError(key, None) from None  # another writer stored it first: retry
+        else:
+            rev = await self.storage.update(key, self.encode_for_storage(rt, new), revision)
         meta["resourceVersion"] = str(rev)
         return self.present(rt, new)
 

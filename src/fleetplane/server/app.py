@@ -32,7 +32,7 @@ from ..pipeline.authentication.serviceaccount import (
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
 from . import discovery, metrics, openapi
-from .filters import Pipeline
+from .filters import Pipeline, request_verb
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
 from .request import RequestInfo, parse
@@ -147,8 +147,6 @@ class HubApp:
     def _audit_begin(self, req: Request, info: RequestInfo) -> Any:
         """RequestReceived, as soon as the pipeline has authenticated (or refused) the request."""
         assert self.audit is not None and self.pipeline is not None
-        from .filters import request_verb
-
         client = req.client[0] if req.client else ""
         acting = req.user if req.user is not req.authenticated_user else None
         return self.audit.begin(req.authenticated_user, verb=request_verb(req, info), request_uri=req.uri,

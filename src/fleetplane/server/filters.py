@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pipeline.authentication.chain import Authenticator
-from ..pipeline.authorization.attributes import Attributes
+from ..pipeline.authorization.attributes import Attributes, Decision
 from ..pipeline.authorization.authorizer import Authorizer, forbidden
 from ..pipeline.impersonation import impersonate
 from ..pipeline.user import UserInfo
@@ -64,5 +64,6 @@ class Pipeline:
         req.attributes = attrs
         result = self.authorizer.authorize(attrs)
         if not result.allowed:
-            raise forbidden(attrs, result.reason if result.reason and result.decision.value == "deny" else "")
+            # kube shows a reason only when an authorizer denied (RBAC gives none: it never denies)
+            raise forbidden(attrs, result.reason if result.decision is Decision.DENY else "")
         return attrs
