@@ -44,10 +44,15 @@ class CachePolicySource:
         return self._objects(CLUSTER_ROLE_BINDINGS, cluster, None)
 
     def roles(self, cluster: str, namespace: str) -> Iterable[dict]:
-        return self._objects(ROLES, cluster, namespace)
+        return self._objects(ROLES, cluster, namespace) if namespace else ()
 
     def role_bindings(self, cluster: str, namespace: str) -> Iterable[dict]:
-        return self._objects(ROLE_BINDINGS, cluster, namespace)
+        """The RoleBindings of one namespace (none for ""; :meth:`all_role_bindings` for every one)."""
+        return self._objects(ROLE_BINDINGS, cluster, namespace) if namespace else ()
+
+    def all_role_bindings(self, cluster: str) -> Iterable[dict]:
+        """Every namespace's RoleBindings (who is a member of the logical cluster)."""
+        return self._objects(ROLE_BINDINGS, cluster, None)
 
     def get_cluster_role(self, cluster: str, name: str) -> dict | None:
         o = self.cache.resource(CLUSTER_ROLES).get(keys.object_key(GROUP, "clusterroles", cluster, "", name))

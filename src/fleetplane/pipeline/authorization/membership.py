@@ -13,7 +13,9 @@ about oneself (``kubectl auth whoami``, ``kubectl auth can-i``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..user import AUTHENTICATED, CLUSTER_EXTRA, SERVICE_ACCOUNTS, UNAUTHENTICATED, UserInfo
 from . import bootstrap
@@ -50,8 +52,12 @@ def _add_subjects(members: _Members, binding: dict) -> None:
             members.users.add(f"system:serviceaccount:{s.get('namespace') or ''}:{name}")
 
 
+class MemberSource(PolicySource, Protocol):
+    def all_role_bindings(self, cluster: str) -> Iterable[dict]: ...
+
+
 class MembershipAuthorizer:
-    def __init__(self, rbac: RBACAuthorizer, source: PolicySource) -> None:
+    def __init__(self, rbac: RBACAuthorizer, source: MemberSource) -> None:
         self.rbac = rbac
         self.source = source
         self._members: dict[str, _Members] = {}
@@ -66,14 +72,10 @@ class MembershipAuthorizer:
             _add_subjects(m, b)
         for b in self.source.cluster_role_bindings(cluster):
             _add_subjects(m, b)
-        for b in self._all_role_bindings(cluster):
+        for b in self.source.all_role_bindings(cluster):
             _add_subjects(m, b)
         self._members[cluster] = m
         return m
-
-    def _all_role_bindings(self, cluster: str):
-        # every namespace's RoleBindings: PolicySource.role_bindings with namespace "" lists them all
-        return self.source.role_bindings(cluster, "")
 
     def is_member(self, user: UserInfo, cluster: str) -> bool:
         if cluster in user.extra.get(CLUSTER_EXTRA, ()):  # a ServiceAccount of this logical cluster
