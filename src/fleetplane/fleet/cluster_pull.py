@@ -39,6 +39,7 @@ import yaml
 from ..kube.client import Client
 from ..kube.kubeconfig import hub_base, in_cluster_kubeconfig, parse_kubeconfig
 from ..kube.times import micro_time
+from . import identities
 from .cluster_cleanup import delete_synced_objects
 from .cluster_controller import (
     ANNOTATION_REPORT,
@@ -88,8 +89,6 @@ async def provision_syncer(hub_kubeconfig: str | Path, logical_cluster: str, clu
                            resources: list[str], context: str | None = None) -> str:
     """:func:`~fleetplane.fleet.identities.provision_syncer_identity` as whoever runs ``syncer manifests`` (an admin of the
     logical cluster), with their kubeconfig; the returned token goes to the member cluster."""
-    from . import identities
-
     hub = parse_kubeconfig(Path(hub_kubeconfig), context, allow_files=True)
     client = Client(hub.with_server(hub_base(hub.server)), "fleetplane-syncer-manifests")
     try:
