@@ -176,8 +176,16 @@ _FIELD = re.compile(r"^\t(?:\w+\s+)?(\*?)[\w.\[\]*]+\s+`([^`]*)`", re.M)
 _TAG = re.compile(r'(\w+):"([^"]*)"')
 
 
-def go_structs(package_dir: Path) -> tuple[dict[str, list[GoField]], set[str]]:
-    """The protobuf-tagged fields of each struct of a Go package, in struct order; its named slices."""
+@dataclass
+class GoPackage:
+    """The types of one Go package that protobuf does not describe fully."""
+
+    structs: dict[str, list[GoField]]  # the protobuf-tagged fields of each struct, in struct order
+    slices: set[str]  # named slice types (``type ExtraValue []string``)
+
+
+def read_go_package(package_dir: Path) -> GoPackage:
+    """The structs and named slices of a Go package's sources."""
     structs: dict[str, list[GoField]] = {}
     slices: set[str] = set()
     for path in sorted(package_dir.glob("*.go")):
@@ -200,7 +208,7 @@ def go_structs(package_dir: Path) -> tuple[dict[str, list[GoField]], set[str]]:
                     pointer=field.group(1) == "*",
                 ))  # fmt: skip
             structs[struct.group(1)] = fields
-    return structs, slices
+    return GoPackage(structs, slices)
 
 
 @dataclass
@@ -213,6 +221,7 @@ class Package:
 
 
 def load_packages(src: Path) -> dict[str, Package]:
+    """The proto packages of the sources by name, each with its Go directory and API group."""
     packages: dict[str, Package] = {}
     for file in compile_descriptors(src):
         go_dir = src / file.options.go_package
@@ -228,71 +237,68 @@ def load_packages(src: Path) -> dict[str, Package]:
     return packages
 
 
-def _split(name: str) -> tuple[str, str]:
-    package, _, short = name.lstrip(".").rpartition(".")
-    return package, short
+def _field_type(message: descriptor_pb2.DescriptorProto, field: descriptor_pb2.FieldDescriptorProto) -> str:
+    """The codec's type of a field: a scalar, ``map<K,V>`` (a map-entry message) or a message name."""
+    if field.type != _TYPE_MESSAGE:
+        return _SCALARS[field.type]
+    entry_name = field.type_name.rsplit(".", 1)[1]
+    entry = next((n for n in message.nested_type if n.name == entry_name and n.options.map_entry), None)
+    if entry is None:
+        return field.type_name.lstrip(".")
+    key, value = (_field_type(entry, f) for f in entry.field)
+    return f"map<{key},{value}>"
+
+
+def _message_type(typ: str) -> str | None:
+    """The message a field's type refers to (a map's value), None for a scalar."""
+    if typ.startswith("map<"):
+        typ = typ[4:-1].split(",", 1)[1]
+    return None if typ in _SCALARS.values() else typ
+
+
+def _schema(name: str, message: descriptor_pb2.DescriptorProto, go: GoPackage) -> Schema:
+    """One message's schema: proto numbers and types in the order and with the json tags of Go."""
+    short = name.rsplit(".", 1)[1]
+    if short in go.slices:  # a named Go slice: protobuf wraps it as {repeated items = 1}
+        (items,) = message.field
+        return ("list", _field_type(message, items))
+    by_number = {f.number: f for f in message.field}
+    go_fields = go.structs[short]
+    if {f.number for f in go_fields} != set(by_number):
+        sys.exit(f"{name}: proto fields {sorted(by_number)} != Go fields {[f.number for f in go_fields]}")
+    schema: dict[int, Field] = {}
+    for go_field in go_fields:
+        field = by_number[go_field.number]
+        typ = _field_type(message, field)
+        repeated = field.label == _LABEL_REPEATED and not typ.startswith("map<")
+        flags = "r" if repeated else "*" if go_field.pointer else ""
+        flags += ("o" if go_field.omitempty else "") + ("i" if go_field.inline else "")
+        schema[go_field.number] = (go_field.json_name, typ, flags)
+    return schema
 
 
 def build(src: Path) -> tuple[dict[str, Schema], dict[tuple[str, str], str]]:
     """The schemas reachable from ``ROOTS`` and the (apiVersion, kind) of each root."""
     packages = load_packages(src)
-    go_cache: dict[Path, tuple[dict[str, list[GoField]], set[str]]] = {}
+    go_packages: dict[Path, GoPackage] = {}
     schemas: dict[str, Schema] = {}
-
-    def field_type(
-        message: descriptor_pb2.DescriptorProto, field: descriptor_pb2.FieldDescriptorProto
-    ) -> tuple[str, bool]:
-        """The codec's type of a field, and whether it is a map."""
-        if field.type != _TYPE_MESSAGE:
-            return _SCALARS[field.type], False
-        entry_name = field.type_name.rsplit(".", 1)[1]
-        entry = next((n for n in message.nested_type if n.name == entry_name and n.options.map_entry), None)
-        if entry is None:
-            return field.type_name.lstrip("."), False
-        key, value = (field_type(entry, f)[0] for f in entry.field)
-        return f"map<{key},{value}>", True
-
     todo = list(ROOTS)
     while todo:
         name = todo.pop()
         if name in schemas or name in CUSTOM_JSON:
             continue
-        package_name, short = _split(name)
-        package = packages[package_name]
-        message = package.messages[short]
-        if package.go_dir not in go_cache:
-            go_cache[package.go_dir] = go_structs(package.go_dir)
-        structs, slices = go_cache[package.go_dir]
-        by_number = {f.number: f for f in message.field}
-        referenced = []
-        if short in slices:  # a named Go slice: protobuf wraps it as {repeated items = 1}
-            (items,) = message.field
-            item_type, _ = field_type(message, items)
-            schemas[name] = ("list", item_type)
-            referenced.append(item_type)
-        else:
-            go_fields = structs[short]
-            if {f.number for f in go_fields} != set(by_number):
-                sys.exit(
-                    f"{name}: proto fields {sorted(by_number)} != Go fields {[f.number for f in go_fields]}"
-                )
-            schema: dict[int, Field] = {}
-            for go in go_fields:
-                field = by_number[go.number]
-                typ, is_map = field_type(message, field)
-                repeated = field.label == _LABEL_REPEATED and not is_map
-                flags = ("r" if repeated else "") + ("*" if go.pointer and not repeated else "")
-                flags += ("o" if go.omitempty else "") + ("i" if go.inline else "")
-                schema[go.number] = (go.json_name, typ, flags)
-                referenced.append(typ[4:-1].split(",", 1)[1] if is_map else typ)
-            schemas[name] = schema
-        todo.extend(t for t in referenced if t not in _SCALARS.values())
+        package = packages[name.rpartition(".")[0]]
+        if package.go_dir not in go_packages:
+            go_packages[package.go_dir] = read_go_package(package.go_dir)
+        schema = _schema(name, package.messages[name.rpartition(".")[2]], go_packages[package.go_dir])
+        schemas[name] = schema
+        types = [schema[1]] if isinstance(schema, tuple) else [typ for _, typ, _ in schema.values()]
+        todo.extend(t for t in map(_message_type, types) if t is not None)
     kinds = {}
     for root in ROOTS:
-        package_name, short = _split(root)
-        package = packages[package_name]
-        version = package_name.rsplit(".", 1)[1]
-        kinds[(f"{package.group}/{version}" if package.group else version, short)] = root
+        package_name, _, kind = root.rpartition(".")
+        group, version = packages[package_name].group, package_name.rpartition(".")[2]
+        kinds[(f"{group}/{version}" if group else version, kind)] = root
     return dict(sorted(schemas.items())), dict(sorted(kinds.items()))
 
 
