@@ -36,6 +36,8 @@ Two sources per message, joined by field number:
 - the Go structs of the same package (``types.go`` and its siblings), whose struct tags
   (``json:"name,omitempty" protobuf:"bytes,1,opt,name=..."``) give what protobuf does not carry and
   kube's JSON form needs: the json name, ``omitempty``, pointer-ness, ``,inline`` and Go field order.
+  A type with its own ``MarshalJSON`` (``metav1.Time``, ``resource.Quantity``, ``intstr.IntOrString``,
+  ...) is a leaf: it is left out of the table and the codec renders it by hand (its ``CUSTOM_JSON``).
 
 Regenerate::
 
@@ -109,17 +111,6 @@ ROOTS = [
     "k8s.io.api.scheduling.v1.PriorityClass",
 ]
 
-# Messages whose Go types marshal their own JSON; the codec renders them by hand (its _CUSTOM_JSON), so
-# they are leaves here and are not written out.
-CUSTOM_JSON = {
-    "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
-    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
-    "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
-    "k8s.io.apimachinery.pkg.api.resource.Quantity",
-    "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
-    "k8s.io.apimachinery.pkg.runtime.RawExtension",
-}
-
 # FieldDescriptorProto.Type -> the codec's scalar names
 _SCALARS = {
     1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32",
@@ -173,6 +164,7 @@ def compile_descriptors(src: Path) -> list[descriptor_pb2.FileDescriptorProto]:
 _STRUCT = re.compile(r"^type (\w+) struct ?\{(?:\}|\n(.*?)^\})", re.M | re.S)
 _NAMED_SLICE = re.compile(r"^type (\w+) \[\](\w+)$", re.M)
 _FIELD = re.compile(r"^\t(?:\w+\s+)?(\*?)[\w.\[\]*]+\s+`([^`]*)`", re.M)
+_MARSHAL_JSON = re.compile(r"^func \(\w+ \*?(\w+)\) MarshalJSON\(", re.M)
 _TAG = re.compile(r'(\w+):"([^"]*)"')
 
 
@@ -182,17 +174,20 @@ class GoPackage:
 
     structs: dict[str, list[GoField]]  # the protobuf-tagged fields of each struct, in struct order
     slices: set[str]  # named slice types (``type ExtraValue []string``)
+    custom_json: set[str]  # types with their own MarshalJSON (Time, Quantity, ...), which the codec renders
 
 
 def read_go_package(package_dir: Path) -> GoPackage:
     """The structs and named slices of a Go package's sources."""
     structs: dict[str, list[GoField]] = {}
     slices: set[str] = set()
+    custom_json: set[str] = set()
     for path in sorted(package_dir.glob("*.go")):
         if path.name.endswith("_test.go") or path.name.startswith("zz_generated"):
             continue
         text = path.read_text()
         slices.update(m.group(1) for m in _NAMED_SLICE.finditer(text))
+        custom_json.update(m.group(1) for m in _MARSHAL_JSON.finditer(text))
         for struct in _STRUCT.finditer(text):
             fields = []
             for field in _FIELD.finditer(struct.group(2) or ""):
@@ -208,7 +203,7 @@ def read_go_package(package_dir: Path) -> GoPackage:
                     pointer=field.group(1) == "*",
                 ))  # fmt: skip
             structs[struct.group(1)] = fields
-    return GoPackage(structs, slices)
+    return GoPackage(structs, slices, custom_json)
 
 
 @dataclass
@@ -285,12 +280,16 @@ def build(src: Path) -> tuple[dict[str, Schema], dict[tuple[str, str], str]]:
     todo = list(ROOTS)
     while todo:
         name = todo.pop()
-        if name in schemas or name in CUSTOM_JSON:
+        if name in schemas:
             continue
-        package = packages[name.rpartition(".")[0]]
+        package_name, _, short = name.rpartition(".")
+        package = packages[package_name]
         if package.go_dir not in go_packages:
             go_packages[package.go_dir] = read_go_package(package.go_dir)
-        schema = _schema(name, package.messages[name.rpartition(".")[2]], go_packages[package.go_dir])
+        go = go_packages[package.go_dir]
+        if short in go.custom_json:
+            continue  # a leaf: the codec renders it (its CUSTOM_JSON)
+        schema = _schema(name, package.messages[short], go)
         schemas[name] = schema
         types = [schema[1]] if isinstance(schema, tuple) else [typ for _, typ, _ in schema.values()]
         todo.extend(t for t in map(_message_type, types) if t is not None)

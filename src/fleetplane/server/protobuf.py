@@ -494,7 +494,7 @@ def _raw_json(buf: bytes) -> Any:
         raise ProtobufError("raw field (FieldsV1/RawExtension) is not JSON") from None
 
 
-# Messages whose Go types marshal their own JSON (tools/gen_protobuf.py leaves them out of MESSAGES).
+# Messages whose Go types have their own MarshalJSON (tools/gen_protobuf.py leaves them out of MESSAGES).
 CUSTOM_JSON: dict[str, Callable[[bytes], Any]] = {
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time": _time,
     "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime": _micro_time,
