@@ -556,3 +556,18 @@ def test_generated_table_is_closed() -> None:
             value_type = typ[4:-1].split(",", 1)[1] if typ.startswith("map<") else typ
             if "." in value_type:
                 assert value_type in MESSAGES or value_type in pb.CUSTOM_JSON, (name, jname, value_type)
+
+
+def test_generated_table_matches_the_generators_roots() -> None:
+    """Editing ROOTS in tools/gen_protobuf.py without regenerating the table is caught here."""
+    import ast
+
+    from fleetplane.server.protobuf_messages import KINDS
+
+    tool = Path(__file__).parents[2] / "tools" / "gen_protobuf.py"
+    roots = next(
+        ast.literal_eval(node.value)
+        for node in ast.parse(tool.read_text()).body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ROOTS" for t in node.targets)
+    )
+    assert sorted(roots) == sorted(KINDS.values())
