@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate ``src/fleetplane/server/openapi_data/k8s-definitions.json``.
+"""Generate ``src/fleetplane/registry/openapi_data/k8s-definitions.json``.
 
 The hub's OpenAPI v3 documents (``fleetplane.server.openapi``) embed the Kubernetes 1.32
 schemas of the kinds it serves, with their descriptions, so that ``kubectl explain`` and
@@ -38,7 +38,7 @@ from pathlib import Path
 
 K8S_VERSION = "v1.32.0"
 SOURCE_DIR = f"{K8S_VERSION}-local"
-OUT = Path(__file__).resolve().parent.parent / "src/fleetplane/server/openapi_data/k8s-definitions.json"
+OUT = Path(__file__).resolve().parent.parent / "src/fleetplane/registry/openapi_data/k8s-definitions.json"
 PREFIX = "#/components/schemas/"
 
 # The kinds (and their lists) whose schemas are published, plus the meta types every

@@ -6,7 +6,7 @@ import time
 
 import orjson
 
-from fleetplane.registry.builtins import builtin_types, logical_cluster_type
+from fleetplane.apis import builtin_types, logical_cluster_type
 from fleetplane.registry.types import ResourceType, ScaleSpec
 from fleetplane.server import openapi
 
