@@ -253,7 +253,7 @@ class ClusterRoleBindingStrategy(_BindingStrategy):
 
 def _binding_cells(o: dict, clock: Clock) -> list:
     """printRoleBinding / printClusterRoleBinding, wide columns from rbac.SubjectsStrings."""
-    ref = o.get("roleRef") if isinstance(o.get("roleRef"), dict) else {}
+    ref: dict = o["roleRef"] if isinstance(o.get("roleRef"), dict) else {}
     users: list[str] = []
     groups: list[str] = []
     sas: list[str] = []

@@ -32,6 +32,10 @@ class Clock(Protocol):
         """The human duration from epoch seconds ``since`` to now."""
         ...
 
+    def date_cell(self, value: Any) -> str:
+        """A CRD ``date`` column: like :meth:`since`, "<invalid>" when not a timestamp."""
+        ...
+
 
 Cells = Callable[[dict, Clock], list]
 

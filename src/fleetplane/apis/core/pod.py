@@ -176,7 +176,7 @@ def _pod_cells(o: dict, clock: Clock) -> list:
     """printPod (Kubernetes 1.32), restartable init containers (sidecars) included."""
     spec, status = o.get("spec") or {}, o.get("status") or {}
     meta = pr.meta(o)
-    containers = spec.get("containers") if isinstance(spec.get("containers"), list) else []
+    containers: list = spec["containers"] if isinstance(spec.get("containers"), list) else []
     init_specs = [c for c in spec.get("initContainers") or [] if isinstance(c, dict)]
     restartable = {c.get("name") for c in init_specs if c.get("restartPolicy") == "Always"}
     total = len(containers) + len(restartable)
