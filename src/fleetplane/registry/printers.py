@@ -116,7 +116,3 @@ def condition(conditions: Any, ctype: str) -> dict | None:
             return c
     return None
 
-
-def name_and_age(o: dict, clock: Clock, *cells: Any) -> list:
-    """The row of a kind that prints Name, ``cells``, Age."""
-    return [meta(o).get("name"), *cells, clock.since(meta(o).get("creationTimestamp"))]

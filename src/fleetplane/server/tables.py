@@ -603,11 +603,6 @@ def go_print(value: Any) -> str | None:
     return _go_json(value)
 
 
-# -- column definitions --------------------------------------------------------------------------
-
-META_DEF = OBJECT_META
-
-
 # -- helpers for printers --------------------------------------------------------------------------
 
 
@@ -642,7 +637,7 @@ def _default_cells(o: dict, clock: Clock) -> list:
     return [meta(o).get("name"), _rfc3339(meta(o).get("creationTimestamp"))]
 
 
-DEFAULT_PRINTER = Printer((NAME, Column("Created At", "date", description=(META_DEF, "creationTimestamp"))),
+DEFAULT_PRINTER = Printer((NAME, Column("Created At", "date", description=(OBJECT_META, "creationTimestamp"))),
                           _default_cells)
 
 # -- custom resources ---------------------------------------------------------------------------
@@ -679,7 +674,7 @@ def _custom_printer(columns: tuple[PrinterColumn, ...], default_age: bool = Fals
     cell_fns = [_cr_cell(c.type, compile_jsonpath(c.json_path)) for c in columns]
     defs = [Column(c.name, c.type, c.description, c.format, c.priority) for c in columns]
     if default_age:
-        defs = [Column("Age", "date", (META_DEF, "creationTimestamp"))]
+        defs = [Column("Age", "date", (OBJECT_META, "creationTimestamp"))]
 
     def cells(o: dict, clock: Clock) -> list:
         return [meta(o).get("name"), *[fn(o, clock) for fn in cell_fns]]
