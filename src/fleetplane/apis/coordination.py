@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import ResourceType
-from .core.strategy import CoreStrategy
+from .core.base import CoreStrategy
 
 
 def _lease_cells(o: dict, clock: Clock) -> list:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ..registry.printers import Clock, Printer
 from ..registry.types import META_FIELDS, ResourceType, field_getter
+from .core.base import DEFINITIONS as CORE_DEFINITIONS
+from .core.base import CoreStrategy
 from .core.event import event_cells, event_columns
-from .core.strategy import CoreStrategy
 
 EVENTS_V1_FIELDS = dict(META_FIELDS) | {
     f"regarding.{f}": field_getter("regarding", f)
@@ -26,6 +27,6 @@ def resource_types() -> list[ResourceType]:
     return [
         ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, CoreStrategy(),
                      short_names=("ev",), field_selectors=EVENTS_V1_FIELDS,
-                     printer=Printer(tuple(event_columns("io.k8s.api.core.v1.Event")), _events_v1_cells),
+                     printer=Printer(tuple(event_columns(CORE_DEFINITIONS + "Event")), _events_v1_cells),
                      openapi_definition="io.k8s.api.events.v1.Event", protobuf="k8s.io.api.events.v1.Event"),
     ]

@@ -12,9 +12,7 @@ from ...apimachinery.errors import FieldError
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, field_getter
-from .strategy import CoreStrategy
-
-CORE = "io.k8s.api.core.v1."
+from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 _DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 
@@ -118,12 +116,12 @@ def resource_types() -> list[ResourceType]:
     return [
         ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ConfigMapStrategy(),
                      short_names=("cm",),
-                     printer=Printer((NAME, Column("Data", description=(CORE + "ConfigMap", "data")), AGE),
+                     printer=Printer((NAME, Column("Data", description=(DEFINITIONS + "ConfigMap", "data")), AGE),
                                      _configmap_cells),
-                     openapi_definition=CORE + "ConfigMap", protobuf="k8s.io.api.core.v1.ConfigMap"),
+                     openapi_definition=DEFINITIONS + "ConfigMap", protobuf=PROTOBUF + "ConfigMap"),
         ResourceType("", "v1", "Secret", "secrets", "secret", True, SecretStrategy(),
                      field_selectors=dict(META_FIELDS) | {"type": field_getter("type")},
-                     printer=Printer((NAME, Column("Type", description=(CORE + "Secret", "type")),
-                                      Column("Data", description=(CORE + "Secret", "data")), AGE), _secret_cells),
-                     openapi_definition=CORE + "Secret", protobuf="k8s.io.api.core.v1.Secret"),
+                     printer=Printer((NAME, Column("Type", description=(DEFINITIONS + "Secret", "type")),
+                                      Column("Data", description=(DEFINITIONS + "Secret", "data")), AGE), _secret_cells),
+                     openapi_definition=DEFINITIONS + "Secret", protobuf=PROTOBUF + "Secret"),
     ]

@@ -9,7 +9,7 @@ from ...registry import printers as pr
 from ...registry.definitions import OBJECT_META
 from ...registry.printers import Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, field_getter
-from .strategy import CoreStrategy
+from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 EVENT_FIELDS = dict(META_FIELDS) | {
     f"involvedObject.{f}": field_getter("involvedObject", f)
@@ -53,7 +53,7 @@ def event_columns(event_def: str) -> list[Column]:
         Column("Type", description=(event_def, "type")),
         Column("Reason", description=(event_def, "reason")),
         Column("Object", description=(event_def, "involvedObject")),
-        Column("Subobject", priority=1, description=("io.k8s.api.core.v1." + "ObjectReference", "fieldPath")),
+        Column("Subobject", priority=1, description=(DEFINITIONS + "ObjectReference", "fieldPath")),
         Column("Source", priority=1, description=(event_def, "source")),
         Column("Message", description=(event_def, "message")),
         Column("First Seen", priority=1, description=(event_def, "firstTimestamp")),
@@ -72,6 +72,6 @@ def resource_types() -> list[ResourceType]:
     return [
         ResourceType("", "v1", "Event", "events", "event", True, CoreStrategy(), short_names=("ev",),
                      field_selectors=EVENT_FIELDS,
-                     printer=Printer(tuple(event_columns("io.k8s.api.core.v1.Event")), _core_event_cells),
-                     openapi_definition="io.k8s.api.core.v1.Event", protobuf="k8s.io.api.core.v1.Event"),
+                     printer=Printer(tuple(event_columns(DEFINITIONS + "Event")), _core_event_cells),
+                     openapi_definition=DEFINITIONS + "Event", protobuf=PROTOBUF + "Event"),
     ]

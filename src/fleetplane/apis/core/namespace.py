@@ -8,7 +8,7 @@ from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, field_getter
 from ...registry.validation import dns_label_error, validate_object_meta
-from .strategy import CoreStrategy
+from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 
 class NamespaceStrategy(CoreStrategy):
@@ -48,5 +48,5 @@ def resource_types() -> list[ResourceType]:
                      field_selectors=dict(META_FIELDS) | {"status.phase": field_getter("status", "phase")},
                      printer=Printer((NAME, Column("Status", description="The status of the namespace"), AGE),
                                      _namespace_cells),
-                     openapi_definition="io.k8s.api.core.v1.Namespace", protobuf="k8s.io.api.core.v1.Namespace"),
+                     openapi_definition=DEFINITIONS + "Namespace", protobuf=PROTOBUF + "Namespace"),
     ]

@@ -10,9 +10,8 @@ from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, Strategy, bool_field_getter
 from ...registry.validation import validate_object_meta
 from ...registry.workloads import QuantityError, canonical_quantity
+from .base import DEFINITIONS, PROTOBUF
 from .podspec import TAINT_EFFECTS
-
-CORE = "io.k8s.api.core.v1."
 
 
 class NodeStrategy(Strategy):
@@ -108,13 +107,13 @@ def resource_types() -> list[ResourceType]:
                          Column("Status", description="The status of the node"),
                          Column("Roles", description="The roles of the node"),
                          AGE,
-                         Column("Version", description=(CORE + "NodeSystemInfo", "kubeletVersion")),
-                         Column("Internal-IP", priority=1, description=(CORE + "NodeStatus", "addresses")),
-                         Column("External-IP", priority=1, description=(CORE + "NodeStatus", "addresses")),
-                         Column("OS-Image", priority=1, description=(CORE + "NodeSystemInfo", "osImage")),
-                         Column("Kernel-Version", priority=1, description=(CORE + "NodeSystemInfo", "kernelVersion")),
+                         Column("Version", description=(DEFINITIONS + "NodeSystemInfo", "kubeletVersion")),
+                         Column("Internal-IP", priority=1, description=(DEFINITIONS + "NodeStatus", "addresses")),
+                         Column("External-IP", priority=1, description=(DEFINITIONS + "NodeStatus", "addresses")),
+                         Column("OS-Image", priority=1, description=(DEFINITIONS + "NodeSystemInfo", "osImage")),
+                         Column("Kernel-Version", priority=1, description=(DEFINITIONS + "NodeSystemInfo", "kernelVersion")),
                          Column("Container-Runtime", priority=1,
-                                description=(CORE + "NodeSystemInfo", "containerRuntimeVersion")),
+                                description=(DEFINITIONS + "NodeSystemInfo", "containerRuntimeVersion")),
                      ), _node_cells),
-                     openapi_definition=CORE + "Node", protobuf="k8s.io.api.core.v1.Node"),
+                     openapi_definition=DEFINITIONS + "Node", protobuf=PROTOBUF + "Node"),
     ]

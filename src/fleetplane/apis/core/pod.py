@@ -14,6 +14,7 @@ from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, Strategy, bool_field_getter, field_getter
 from ...registry.validation import validate_object_meta
 from ...registry.workloads import QuantityError
+from .base import DEFINITIONS, PROTOBUF
 from .podspec import (
     canonicalize_resources,
     default_pod_spec,
@@ -21,8 +22,6 @@ from .podspec import (
     requests_from_limits,
     validate_pod_spec,
 )
-
-CORE = "io.k8s.api.core.v1."
 
 POD_UPDATE_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
@@ -298,10 +297,10 @@ def resource_types() -> list[ResourceType]:
                          Column("Restarts", description="The number of times the containers in this pod have been "
                                                         "restarted and when the last container in this pod has restarted."),
                          AGE,
-                         Column("IP", priority=1, description=(CORE + "PodStatus", "podIP")),
-                         Column("Node", priority=1, description=(CORE + "PodSpec", "nodeName")),
-                         Column("Nominated Node", priority=1, description=(CORE + "PodStatus", "nominatedNodeName")),
-                         Column("Readiness Gates", priority=1, description=(CORE + "PodSpec", "readinessGates")),
+                         Column("IP", priority=1, description=(DEFINITIONS + "PodStatus", "podIP")),
+                         Column("Node", priority=1, description=(DEFINITIONS + "PodSpec", "nodeName")),
+                         Column("Nominated Node", priority=1, description=(DEFINITIONS + "PodStatus", "nominatedNodeName")),
+                         Column("Readiness Gates", priority=1, description=(DEFINITIONS + "PodSpec", "readinessGates")),
                      ), _pod_cells, _pod_conditions),
-                     openapi_definition=CORE + "Pod", protobuf="k8s.io.api.core.v1.Pod"),
+                     openapi_definition=DEFINITIONS + "Pod", protobuf=PROTOBUF + "Pod"),
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import ResourceType
-from .strategy import CoreStrategy
+from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 
 def _service_account_cells(o: dict, clock: Clock) -> list:
@@ -16,8 +16,8 @@ def resource_types() -> list[ResourceType]:
     return [
         ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, CoreStrategy(),
                      short_names=("sa",),
-                     printer=Printer((NAME, Column("Secrets", description=("io.k8s.api.core.v1.ServiceAccount", "secrets")),
+                     printer=Printer((NAME, Column("Secrets", description=(DEFINITIONS + "ServiceAccount", "secrets")),
                                       AGE), _service_account_cells),
-                     openapi_definition="io.k8s.api.core.v1.ServiceAccount",
-                     protobuf="k8s.io.api.core.v1.ServiceAccount"),
+                     openapi_definition=DEFINITIONS + "ServiceAccount",
+                     protobuf=PROTOBUF + "ServiceAccount"),
     ]

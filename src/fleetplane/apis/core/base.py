@@ -1,10 +1,16 @@
-"""What core/v1 kinds share: no generation, unconditional PUT allowed, object-meta validation."""
+"""What core/v1 kinds share: the strategy (no generation, unconditional PUT allowed, object-meta
+validation) and the prefixes of their OpenAPI definitions and protobuf messages."""
 
 from __future__ import annotations
 
 from ...apimachinery.errors import FieldError
 from ...registry.types import Strategy
 from ...registry.validation import validate_object_meta
+
+#: ``io.k8s.api.core.v1.ConfigMap`` in the OpenAPI data
+DEFINITIONS = "io.k8s.api.core.v1."
+#: ``k8s.io.api.core.v1.ConfigMap`` in kube's generated.proto
+PROTOBUF = "k8s.io.api.core.v1."
 
 
 class CoreStrategy(Strategy):
