@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Generate ``src/fleetplane/server/openapi_data/k8s-definitions.json``.
+"""Generate ``src/fleetplane/registry/openapi_data/k8s-definitions.json``.
 
 The hub's OpenAPI v3 documents (``fleetplane.server.openapi``) embed the Kubernetes 1.32
 schemas of the kinds it serves, with their descriptions, so that ``kubectl explain`` and
-kubectl's client-side apply (strategic merge patch metadata) work. This script extracts them
-once; the server only reads the JSON file it writes (no runtime dependency).
+kubectl's client-side apply (strategic merge patch metadata) work; the hub reads its own
+strategic-merge-patch and server-side-apply list metadata from the same schemas
+(``fleetplane.registry.definitions``). This script extracts them once; the server only reads
+the JSON file it writes (no runtime dependency). A kind listed here is named by its
+``ResourceType.openapi_definition`` in ``fleetplane.apis``.
 
 Source: the PyPI package ``kubernetes-validate`` (1.37.0), which ships the upstream OpenAPI
 definitions of every Kubernetes version as JSON Schema (``v1.32.0-local/_definitions.json``).
@@ -38,7 +41,7 @@ from pathlib import Path
 
 K8S_VERSION = "v1.32.0"
 SOURCE_DIR = f"{K8S_VERSION}-local"
-OUT = Path(__file__).resolve().parent.parent / "src/fleetplane/server/openapi_data/k8s-definitions.json"
+OUT = Path(__file__).resolve().parent.parent / "src/fleetplane/registry/openapi_data/k8s-definitions.json"
 PREFIX = "#/components/schemas/"
 
 # The kinds (and their lists) whose schemas are published, plus the meta types every

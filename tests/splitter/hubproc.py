@@ -36,7 +36,7 @@ def main() -> None:
     configure_logging("debug", "console")
     extra = []
     if args.builtin_deployments:
-        from fleetplane.registry.workloads import workload_types
+        from fleetplane.apis import workload_types
 
         extra = [t for t in workload_types() if t.kind == "Deployment"]
     crds = [CLUSTERDAEMONSET_CRD]

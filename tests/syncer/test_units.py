@@ -25,7 +25,7 @@ from fleetplane.fleet.syncer.schema import (
 from fleetplane.kube.workqueue import WorkQueue
 from fleetplane.registry.schema import validate_structural
 
-DATA = Path(__file__).parents[2] / "src/fleetplane/server/openapi_data/k8s-definitions.json"
+DATA = Path(__file__).parents[2] / "src/fleetplane/registry/openapi_data/k8s-definitions.json"
 
 
 @pytest.fixture(scope="module")

@@ -8,21 +8,22 @@ import json
 import pytest
 
 from fleetplane.apimachinery.errors import StatusError
+from fleetplane.apis import known_type
 from fleetplane.registry.apply import (
     LAST_APPLIED_ANNOTATION,
     compare_fields,
-    default_list_type_at,
     fields_of,
     format_path,
     from_fieldsv1,
-    list_types_for,
+    metadata_list_type_at,
     server_side_apply,
     to_fieldsv1,
     update_managed_fields,
 )
 
 T0, T1, T2, T3 = (f"2024-01-0{i}T00:00:00Z" for i in range(1, 5))
-DEPLOY_LT = list_types_for("apps", "Deployment")
+DEPLOY_LT = known_type("apps", "Deployment").list_type_at
+POD_LT = known_type("", "Pod").list_type_at
 
 
 def cm(data=None, **meta):
@@ -46,14 +47,14 @@ def deploy(containers, **spec):
 
 
 def apply(live, config, manager="kubectl", force=False, now=T1, **kw):
-    kw.setdefault("list_type_at", DEPLOY_LT if config.get("kind") == "Deployment" else default_list_type_at)
+    kw.setdefault("list_type_at", DEPLOY_LT if config.get("kind") == "Deployment" else metadata_list_type_at)
     return server_side_apply(
         live, config, manager=manager, force=force, api_version=config["apiVersion"], now=now, **kw
     )
 
 
 def update(old, new, manager, now=T1, **kw):
-    kw.setdefault("list_type_at", DEPLOY_LT if new.get("kind") == "Deployment" else default_list_type_at)
+    kw.setdefault("list_type_at", DEPLOY_LT if new.get("kind") == "Deployment" else metadata_list_type_at)
     return update_managed_fields(old, new, manager=manager, api_version=new["apiVersion"], now=now, **kw)
 
 
@@ -148,19 +149,21 @@ class TestFieldSets:
         )
         assert format_path(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
 
-    def test_default_list_types(self):
-        assert default_list_type_at(("metadata", "finalizers")) == ("set", [])
-        assert default_list_type_at(("metadata", "ownerReferences")) == ("map", ["uid"])
-        assert default_list_type_at(("spec", "template", "spec", "containers")) == ("map", ["name"])
-        assert default_list_type_at(("spec", "containers", "env")) == ("map", ["name"])
-        assert default_list_type_at(("spec", "containers", "ports")) == ("map", ["containerPort", "protocol"])
-        assert default_list_type_at(("spec", "template", "spec", "containers", "volumeMounts")) == (
+    def test_list_types_from_the_schemas(self):
+        for list_type_at in (metadata_list_type_at, POD_LT, DEPLOY_LT):
+            assert list_type_at(("metadata", "finalizers")) == ("set", [])
+            assert list_type_at(("metadata", "ownerReferences")) == ("map", ["uid"])
+            assert list_type_at(("spec", "whatever")) == ("atomic", [])
+        assert DEPLOY_LT(("spec", "template", "spec", "containers")) == ("map", ["name"])
+        assert POD_LT(("spec", "containers", "env")) == ("map", ["name"])
+        assert POD_LT(("spec", "containers", "ports")) == ("map", ["containerPort", "protocol"])
+        assert DEPLOY_LT(("spec", "template", "spec", "containers", "volumeMounts")) == (
             "map",
             ["mountPath"],
         )
-        assert default_list_type_at(("spec", "imagePullSecrets")) == ("map", ["name"])
-        assert default_list_type_at(("spec", "tolerations")) == ("atomic", [])
-        assert default_list_type_at(("spec", "whatever")) == ("atomic", [])
+        assert POD_LT(("spec", "imagePullSecrets")) == ("map", ["name"])
+        assert POD_LT(("spec", "tolerations")) == ("atomic", [])
+        assert metadata_list_type_at(("spec", "containers")) == ("atomic", [])
 
     def test_compare(self):
         added, modified, removed = compare_fields(cm({"a": "1", "b": "2"}), cm({"a": "9", "c": "3"}))

@@ -6,7 +6,8 @@ import time
 
 import orjson
 
-from fleetplane.registry.builtins import builtin_types, logical_cluster_type
+from fleetplane.apis import builtin_types, logical_cluster_type, workload_types
+from fleetplane.registry.definitions import gvk_index
 from fleetplane.registry.types import ResourceType, ScaleSpec
 from fleetplane.server import openapi
 
@@ -64,6 +65,13 @@ def _param_names(op: dict) -> set[str]:
 
 
 # -- built-in kinds ------------------------------------------------------------------------------
+
+
+def test_every_builtin_names_the_definition_of_its_group_version_kind():
+    for rt in [*builtin_types(), logical_cluster_type(), *workload_types()]:
+        assert rt.openapi_definition == gvk_index().get((rt.group, rt.version, rt.kind), ""), rt.qualified_kind
+        if rt.openapi_definition:
+            assert openapi.schema_name(rt) == rt.openapi_definition
 
 
 def test_every_patch_operation_carries_gvk_object_and_field_validation():

@@ -7,18 +7,27 @@ import copy
 import pytest
 
 from fleetplane.apimachinery.errors import StatusError
+from fleetplane.apis import builtin_types, known_type, logical_cluster_type, workload_types
+from fleetplane.registry.definitions import metadata_only
 from fleetplane.registry.patch import (
-    BUILTIN_PATCH_META,
     MAX_JSON_PATCH_OPERATIONS,
     PatchMeta,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
-    patch_meta_for,
+    patch_meta_from_openapi,
 )
+
+
+def patch_meta_for(group: str, kind: str) -> PatchMeta:
+    """A built-in kind's patch meta; any other kind's is ObjectMeta's only."""
+    rt = known_type(group, kind)
+    return rt.patch_meta if rt is not None else metadata_only()
+
 
 POD = patch_meta_for("", "Pod")
 DEPLOY = patch_meta_for("apps", "Deployment")
+SERVED = [*builtin_types(), logical_cluster_type(), *workload_types()]
 
 
 def _cm(**data):
@@ -496,8 +505,10 @@ class TestStrategicMergePatch:
 
 
 class TestPatchMeta:
-    def test_builtin_keys(self):
-        assert {"/Pod", "apps/Deployment"} <= set(BUILTIN_PATCH_META)
+    def test_builtin_kinds_read_their_openapi_definition(self):
+        assert {("", "Pod"), ("apps", "Deployment")} <= {(rt.group, rt.kind) for rt in SERVED if rt.openapi_definition}
+        assert POD.at("spec", "containers").key == "name"
+        assert DEPLOY.at("spec", "strategy").retain_keys
 
     def test_describes_nested_element_schema(self):
         env = DEPLOY.at("spec", "template", "spec", "containers", "env")
@@ -509,12 +520,33 @@ class TestPatchMeta:
         assert POD.at("spec", "imagePullSecrets").key == "name"
 
     def test_every_kind_gets_metadata(self):
-        for meta in [*BUILTIN_PATCH_META.values(), patch_meta_for("x.io", "Unknown")]:
+        for meta in [*(rt.patch_meta for rt in SERVED), patch_meta_for("x.io", "Unknown")]:
             assert meta.at("metadata", "finalizers").strategy == "merge"
             assert meta.at("metadata", "ownerReferences").key == "uid"
 
     def test_unknown_kind_has_nothing_else(self):
         assert set(patch_meta_for("x.io", "Unknown").fields) == {"metadata"}
+
+    def test_read_from_openapi_extensions_through_refs(self):
+        definitions = {
+            "Thing": {"properties": {
+                "spec": {"allOf": [{"$ref": "#/components/schemas/ThingSpec"}], "x-kubernetes-patch-strategy": "retainKeys"},
+            }},
+            "ThingSpec": {"properties": {
+                "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"},
+                          "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "id",
+                          "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id", "zone"]},
+                "next": {"allOf": [{"$ref": "#/components/schemas/ThingSpec"}]},
+            }},
+            "Item": {"properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                             "x-kubernetes-patch-strategy": "merge", "x-kubernetes-list-type": "set"}}},
+        }
+        meta = patch_meta_from_openapi(definitions, "Thing")
+        assert meta.at("spec").retain_keys
+        items = meta.at("spec", "items")
+        assert (items.strategy, items.key, items.list_type, items.list_keys) == ("merge", "id", "map", ("id", "zone"))
+        assert meta.at("spec", "items", "tags").strategy == "merge"
+        assert meta.at("spec", "next", "next", "items").key == "id"  # a recursive schema
 
     def test_custom_meta(self):
         meta = PatchMeta(fields={"spec": PatchMeta(fields={"items": PatchMeta(strategy="merge", key="id")})})

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from fleetplane.apimachinery.errors import StatusError
+from fleetplane.apis.rbac import resource_types as rbac_resource_types
 from fleetplane.pipeline.admission.chain import CREATE, UPDATE, Request
 from fleetplane.pipeline.authorization import bootstrap
 from fleetplane.pipeline.authorization.attributes import Attributes, Decision
@@ -25,13 +26,13 @@ from fleetplane.pipeline.authorization.rbac import (
     rule_allows,
 )
 from fleetplane.pipeline.user import ANONYMOUS_USER, UserInfo, service_account_user
-from fleetplane.registry.rbac import RBAC_TYPES
 from fleetplane.server.tables import to_table
 
 G = "rbac.authorization.k8s.io"
 ALICE = UserInfo("alice", groups=("g1", "system:authenticated"))
 BOB = UserInfo("bob", groups=("system:authenticated",))
 ADMIN = UserInfo("admin", groups=("system:masters", "system:authenticated"))
+RBAC_TYPES = rbac_resource_types()
 RT = {rt.plural: rt for rt in RBAC_TYPES}
 
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from fleetplane.registry.builtins import builtin_types, logical_cluster_type
+from fleetplane.apis import builtin_types, logical_cluster_type, workload_types
+from fleetplane.registry.printers import AGE, NAME, Column, Printer
 from fleetplane.registry.types import PrinterColumn, ResourceType
 from fleetplane.server import tables
 from fleetplane.server.tables import compile_jsonpath, human_duration, to_table
@@ -26,7 +27,7 @@ def builtin(group: str, kind: str) -> ResourceType:
 
 
 def workload(group: str, kind: str, plural: str) -> ResourceType:
-    return ResourceType(group, "v1", kind, plural, kind.lower(), kind != "Node")
+    return next(rt for rt in workload_types() if (rt.group, rt.kind, rt.plural) == (group, kind, plural))
 
 
 def cells(rt: ResourceType, obj: dict) -> list:
@@ -337,23 +338,23 @@ def test_node_printer():
     assert cells(node, {"metadata": {"name": "n2"}})[1:3] == ["Unknown", "<none>"]
 
 
-def test_register_printer_for_a_new_kind():
+def test_a_new_kind_prints_with_its_printer():
     rt = ResourceType("example.io", "v1", "Thing", "things", "thing", True)
     assert [c["name"] for c in to_table(rt, [])["columnDefinitions"]] == ["Name", "Created At"]
-    tables.register_printer("example.io", "Thing", [tables.NAME, tables.Column("Size", "integer", "how big"), tables.AGE],
-                            lambda o, clock: [o["metadata"]["name"], o["size"], clock.since(o["metadata"].get("creationTimestamp"))])
-    try:
-        table = to_table(rt, [{"metadata": {"name": "t", "creationTimestamp": ts(3)}, "size": 2}], now=NOW)
-        assert table["rows"][0]["cells"] == ["t", 2, "3s"]
-        assert table["columnDefinitions"][1]["description"] == "how big"
-    finally:
-        tables._PRINTERS.pop(("example.io", "Thing"))
+    rt.printer = Printer((NAME, Column("Size", "integer", "how big"), AGE),
+                         lambda o, clock: [o["metadata"]["name"], o["size"], clock.since(o["metadata"].get("creationTimestamp"))])
+    table = to_table(rt, [{"metadata": {"name": "t", "creationTimestamp": ts(3)}, "size": 2}], now=NOW)
+    assert table["rows"][0]["cells"] == ["t", 2, "3s"]
+    assert table["columnDefinitions"][1]["description"] == "how big"
 
 
 def test_builtin_column_descriptions_come_from_the_schemas():
-    for key, printer in tables._PRINTERS.items():
-        for definition in printer.column_definitions():
-            assert definition["description"], (key, definition["name"])
+    printed = [rt for rt in [*builtin_types(), logical_cluster_type(), *workload_types()] if rt.printer is not None]
+    assert len(printed) == 14  # every kind with a printer in kube; Roles, ClusterRoles, CRDs use the default
+    for rt in printed:
+        assert rt.printer is not None
+        for definition in rt.printer.column_definitions():
+            assert definition["description"], (rt.group, rt.kind, definition["name"])
     secret_type = tables.printer_for(builtin("", "Secret")).column_definitions()[1]
     assert secret_type["description"].startswith("Used to facilitate programmatic handling of secret data")
 

@@ -4,7 +4,8 @@ This follows sigs.k8s.io/structured-merge-diff (merge, compare, prune, conflicts
 k8s.io/apimachinery's managedfields stack (strip-meta, before-first-apply, last-applied
 handling, capping of update managers), but works on plain JSON objects without OpenAPI
 schemas: the only schema knowledge needed is which lists are atomic, sets or maps, supplied
-by a ``list_type_at`` callable.
+by a ``list_type_at`` callable (``ResourceType.list_type_at``: read from the kind's OpenAPI
+definition, or from a CRD's structural schema).
 
 Field paths
     A field path is a tuple of *encoded path elements*, exactly the keys used by the
@@ -30,14 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplane.apimachinery.errors import StatusError, bad_request
-from fleetplane.registry.patch import (
-    OBJECT_META_PATCH_META,
-    POD_SPEC_PATCH_META,
-    POD_TEMPLATE_PATCH_META,
-    PatchMeta,
-    merge_patch_meta,
-    patch_meta_for,
-)
+from fleetplane.registry.definitions import metadata_only
+from fleetplane.registry.patch import PatchMeta
 
 __all__ = [
     "ANCIENT_CHANGES_MANAGER",
@@ -47,12 +42,11 @@ __all__ = [
     "ListTypeAt",
     "Path",
     "compare_fields",
-    "default_list_type_at",
     "fields_of",
     "format_path",
     "from_fieldsv1",
-    "list_types_for",
     "list_types_from_meta",
+    "metadata_list_type_at",
     "server_side_apply",
     "to_fieldsv1",
     "update_managed_fields",
@@ -119,37 +113,11 @@ def list_types_from_meta(meta: PatchMeta) -> ListTypeAt:
     return list_type_at
 
 
-def list_types_for(group: str, kind: str) -> ListTypeAt:
-    """The list types of a built-in kind (metadata-only for unknown kinds)."""
-    return list_types_from_meta(patch_meta_for(group, kind))
-
-
-# Kind-agnostic default: object metadata, plus a pod spec wherever the built-in workloads put
-# one (Pod .spec, Deployment & co .spec.template.spec, CronJob .spec.jobTemplate...).
-_DEFAULT_META = merge_patch_meta(
-    PatchMeta(fields={"metadata": OBJECT_META_PATCH_META, "spec": POD_SPEC_PATCH_META}),
-    PatchMeta(
-        fields={
-            "spec": PatchMeta(
-                fields={
-                    "template": POD_TEMPLATE_PATCH_META,
-                    "jobTemplate": PatchMeta(
-                        fields={
-                            "metadata": OBJECT_META_PATCH_META,
-                            "spec": PatchMeta(fields={"template": POD_TEMPLATE_PATCH_META}),
-                        }
-                    ),
-                }
-            )
-        }
-    ),
-)
-default_list_type_at: ListTypeAt = list_types_from_meta(_DEFAULT_META)
-default_list_type_at.__doc__ = (
-    "metadata.finalizers: set; metadata.ownerReferences: map by uid; pod-spec lists (containers, "
-    "volumes, env, ports, ...) under .spec, .spec.template.spec and .spec.jobTemplate.spec.template.spec; "
-    "every other list atomic."
-)
+def metadata_list_type_at(path: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The list types of a kind known only by its ObjectMeta: ``metadata.finalizers`` a set,
+    ``metadata.ownerReferences`` a map by uid, every other list atomic. A served kind's own are
+    ``ResourceType.list_type_at``."""
+    return _list_type_of(metadata_only().at(*path))
 
 
 # --------------------------------------------------------------------------------------------
@@ -281,7 +249,7 @@ def format_path(path: Path) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def fields_of(obj: Any, list_types: ListTypeAt = default_list_type_at) -> set[Path]:
+def fields_of(obj: Any, list_types: ListTypeAt = metadata_list_type_at) -> set[Path]:
     """The fields an object (or apply configuration) sets, as kube's ``ToFieldSet``.
 
     Scalars, nulls, empty objects and atomic lists are owned as leaves; every element of a
@@ -438,7 +406,7 @@ def _with_field_ancestors(paths: set[Path]) -> set[Path]:
 
 
 def compare_fields(
-    old: Any, new: Any, list_types: ListTypeAt = default_list_type_at
+    old: Any, new: Any, list_types: ListTypeAt = metadata_list_type_at
 ) -> tuple[set[Path], set[Path], set[Path]]:
     """``(added, modified, removed)`` between two objects, as structured-merge-diff's Compare:
     changed leaves, plus object/list-element nodes that appeared or disappeared."""
@@ -824,7 +792,7 @@ def update_managed_fields(
     manager: str,
     api_version: str,
     now: str,
-    list_type_at: ListTypeAt = default_list_type_at,
+    list_type_at: ListTypeAt = metadata_list_type_at,
     subresource: str | None = None,
 ) -> dict:
     """Record a non-apply write (create when ``old`` is None, update, patch) in
@@ -1002,7 +970,7 @@ def server_side_apply(
     force: bool,
     api_version: str,
     now: str,
-    list_type_at: ListTypeAt = default_list_type_at,
+    list_type_at: ListTypeAt = metadata_list_type_at,
     subresource: str | None = None,
 ) -> dict:
     """Apply ``config`` for ``manager`` onto ``live`` (None: the object does not exist yet) and

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from ..apis import builtin_types, logical_cluster_type
 from ..storage.watchcache import WatchEvent
 from . import crd as crds
-from .builtins import builtin_types, logical_cluster_type
 from .types import ResourceType
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from .types import META_FIELDS, PrinterColumn, ResourceType, ScaleSpec, Strategy
+from .types import META_FIELDS, FieldGetter, PrinterColumn, ResourceType, ScaleSpec, Strategy, field_getter
 from .validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -240,18 +240,8 @@ def types_from_crd(obj: dict) -> list[ResourceType]:
     return out
 
 
-def _json_path_getter(path: str):
-    parts = [p for p in path.lstrip(".").split(".") if p]
-
-    def get(o: dict):
-        cur: Any = o
-        for p in parts:
-            if not isinstance(cur, dict):
-                return None
-            cur = cur.get(p)
-        return cur
-
-    return get
+def _json_path_getter(path: str) -> FieldGetter:
+    return field_getter(*(p for p in path.lstrip(".").split(".") if p))
 
 
 def _version_priority(v: str) -> tuple:

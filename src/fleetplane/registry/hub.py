@@ -10,11 +10,12 @@ from collections.abc import Iterable, Mapping
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
+from ..apis.apiextensions import CRDStrategy
+from ..apis.tenancy import cluster_name_error
 from ..pipeline.admission.chain import Plugin
 from ..pipeline.admission.plugins import KindAdmission, KindCheck, default_chain
 from ..storage.interface import Store
 from ..storage.watchcache import WatchCache
-from .builtins import CRDStrategy, cluster_name_error
 from .catalog import CRD_PREFIX, ROOT, Catalog
 from .crd import default_crd, types_from_crd
 from .lifecycle import SYSTEM_MANAGER, Lifecycle

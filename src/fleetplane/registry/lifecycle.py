@@ -17,9 +17,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..apimachinery.errors import StatusError
+from ..apis.tenancy import LOGICAL_CLUSTER_FINALIZER
 from ..storage.keys import split_key
 from ..storage.watchcache import CachedObject, WatchEvent
-from .builtins import LOGICAL_CLUSTER_FINALIZER
 from .crd import CLEANUP_FINALIZER
 from .store import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Context
 

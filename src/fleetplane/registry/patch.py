@@ -11,7 +11,8 @@
   ``$setElementOrder/<f>``.
 
 Go structs carry the patch strategy in field tags; here :class:`PatchMeta` carries it as a small
-tree keyed by field name, and :data:`BUILTIN_PATCH_META` describes the built-in kinds we serve.
+tree keyed by field name, read from the OpenAPI schemas (:func:`patch_meta_from_openapi`; each
+served kind's is ``ResourceType.patch_meta``).
 
 All functions are pure: they never mutate their inputs and return new objects.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,18 +30,13 @@ import jsonpatch
 from fleetplane.apimachinery.errors import StatusError, bad_request, too_large, unprocessable
 
 __all__ = [
-    "BUILTIN_PATCH_META",
     "EMPTY_PATCH_META",
     "MAX_JSON_PATCH_OPERATIONS",
-    "OBJECT_META_PATCH_META",
-    "POD_SPEC_PATCH_META",
-    "POD_TEMPLATE_PATCH_META",
     "PatchMeta",
     "apply_json_patch",
     "apply_merge_patch",
     "apply_strategic_merge_patch",
-    "merge_patch_meta",
-    "patch_meta_for",
+    "patch_meta_from_openapi",
 ]
 
 # kube-apiserver refuses JSON patches with more operations than this (maxJSONPatchOperations).
@@ -65,9 +62,10 @@ class PatchMeta:
     * ``fields``: children by field name. For an object they describe its fields; for a list of
       objects they describe the fields of each element (``containers`` -> ``env``, ...).
     * ``list_type`` / ``list_keys``: the server-side-apply view (``x-kubernetes-list-type`` /
-      ``x-kubernetes-list-map-keys``) when it differs from what the patch strategy implies, e.g.
+      ``x-kubernetes-list-map-keys``), which may differ from the patch strategy, e.g.
       container ports merge by ``containerPort`` but are keyed by ``containerPort,protocol``
-      for apply. Empty means "derive it": merge+key -> map by key, merge -> set, else atomic.
+      for apply. Empty means "derive it" as structured-merge-diff's schema conversion does:
+      merge+key -> map by key, merge -> set, else atomic.
     """
 
     strategy: str = ""
@@ -92,126 +90,57 @@ class PatchMeta:
 EMPTY_PATCH_META = PatchMeta()
 
 
-def merge_patch_meta(a: PatchMeta, b: PatchMeta) -> PatchMeta:
-    """Combine two metas; ``b`` wins on scalar settings, children are merged recursively."""
-    fields = dict(a.fields)
-    for name, child in b.fields.items():
-        fields[name] = merge_patch_meta(fields[name], child) if name in fields else child
-    return PatchMeta(
-        strategy=b.strategy or a.strategy,
-        key=b.key or a.key,
-        retain_keys=a.retain_keys or b.retain_keys,
-        fields=fields,
-        list_type=b.list_type or a.list_type,
-        list_keys=b.list_keys or a.list_keys,
-    )
+def patch_meta_from_openapi(definitions: Mapping[str, Any], name: str) -> PatchMeta:
+    """The patch metadata of definition ``name``, read from OpenAPI schemas as kube's
+    ``NewPatchMetaFromOpenAPI`` does: ``x-kubernetes-patch-strategy`` (``merge``, ``retainKeys``,
+    comma-separated), ``x-kubernetes-patch-merge-key``, and for server-side apply
+    ``x-kubernetes-list-type`` / ``x-kubernetes-list-map-keys``, following ``$ref`` and
+    ``allOf``. Each definition is read once; recursive schemas share their nodes."""
+    return _OpenAPIReader(definitions).definition(name)
 
 
-def _merge_list(key: str = "", fields: dict[str, PatchMeta] | None = None, **kw: Any) -> PatchMeta:
-    return PatchMeta(strategy="merge", key=key, fields=fields or {}, **kw)
+class _OpenAPIReader:
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        self.definitions = definitions
+        self.done: dict[str, PatchMeta] = {}
 
+    def definition(self, name: str) -> PatchMeta:
+        got = self.done.get(name)
+        if got is None:
+            # registered before its fields are read, so a schema that refers to itself ends
+            got = self.done[name] = PatchMeta()
+            got.fields.update(self.fields_of(self.definitions.get(name) or {}))
+        return got
 
-def _obj(**fields: PatchMeta) -> PatchMeta:
-    return PatchMeta(fields=fields)
+    def fields_of(self, schema: Mapping[str, Any]) -> dict[str, PatchMeta]:
+        refs = self.refs(schema)
+        if len(refs) == 1 and not schema.get("properties"):
+            return self.definition(refs[0]).fields  # shared, so a recursive schema is complete too
+        fields: dict[str, PatchMeta] = {}
+        for ref in refs:
+            fields.update(self.definition(ref).fields)
+        for prop_name, prop in (schema.get("properties") or {}).items():
+            fields[prop_name] = self.field(prop)
+        return fields
 
-
-_ATOMIC = PatchMeta(list_type="atomic")
-
-# ObjectMeta: the part every kind shares.
-OBJECT_META_PATCH_META = _obj(
-    finalizers=_merge_list(list_type="set"),
-    ownerReferences=_merge_list("uid", list_type="map", list_keys=("uid",)),
-)
-
-_CONTAINER_FIELDS = {
-    "ports": _merge_list("containerPort", list_type="map", list_keys=("containerPort", "protocol")),
-    "env": _merge_list("name"),
-    "envFrom": _ATOMIC,
-    "volumeMounts": _merge_list("mountPath"),
-    "volumeDevices": _merge_list("devicePath"),
-    "resizePolicy": _ATOMIC,
-    "command": _ATOMIC,
-    "args": _ATOMIC,
-}
-
-POD_SPEC_PATCH_META = _obj(
-    containers=_merge_list("name", _CONTAINER_FIELDS),
-    initContainers=_merge_list("name", _CONTAINER_FIELDS),
-    ephemeralContainers=_merge_list("name", _CONTAINER_FIELDS),
-    volumes=_merge_list("name", retain_keys=True),
-    imagePullSecrets=_merge_list("name"),
-    tolerations=_ATOMIC,
-    hostAliases=_merge_list("ip"),
-    readinessGates=_ATOMIC,
-    schedulingGates=_merge_list("name"),
-    resourceClaims=_merge_list("name", retain_keys=True),
-    topologySpreadConstraints=_merge_list(
-        "topologyKey", list_type="map", list_keys=("topologyKey", "whenUnsatisfiable")
-    ),
-)
-
-POD_TEMPLATE_PATCH_META = _obj(metadata=OBJECT_META_PATCH_META, spec=POD_SPEC_PATCH_META)
-
-_CONDITIONS = _merge_list("type")
-
-
-def _kind_meta(**top: PatchMeta) -> PatchMeta:
-    return merge_patch_meta(_obj(metadata=OBJECT_META_PATCH_META), _obj(**top))
-
-
-BUILTIN_PATCH_META: dict[str, PatchMeta] = {
-    "/Pod": _kind_meta(
-        spec=POD_SPEC_PATCH_META,
-        status=_obj(
-            conditions=_CONDITIONS,
-            podIPs=_merge_list("ip"),
-            hostIPs=_merge_list("ip"),
-            containerStatuses=_ATOMIC,
-            initContainerStatuses=_ATOMIC,
-        ),
-    ),
-    "/PodTemplate": _kind_meta(template=POD_TEMPLATE_PATCH_META),
-    "/ReplicationController": _kind_meta(
-        spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)
-    ),
-    "/Service": _kind_meta(
-        spec=_obj(ports=_merge_list("port", list_type="map", list_keys=("port", "protocol"))),
-        status=_obj(conditions=_merge_list("type")),
-    ),
-    "/Node": _kind_meta(
-        spec=_obj(taints=_ATOMIC),
-        status=_obj(conditions=_CONDITIONS, addresses=_merge_list("type", list_type="atomic")),
-    ),
-    "/Namespace": _kind_meta(status=_obj(conditions=_CONDITIONS)),
-    "apps/Deployment": _kind_meta(
-        spec=_obj(template=POD_TEMPLATE_PATCH_META, strategy=PatchMeta(retain_keys=True)),
-        status=_obj(conditions=_CONDITIONS),
-    ),
-    "apps/ReplicaSet": _kind_meta(
-        spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)
-    ),
-    "apps/StatefulSet": _kind_meta(
-        spec=_obj(template=POD_TEMPLATE_PATCH_META, volumeClaimTemplates=_ATOMIC),
-        status=_obj(conditions=_CONDITIONS),
-    ),
-    "apps/DaemonSet": _kind_meta(
-        spec=_obj(template=POD_TEMPLATE_PATCH_META, updateStrategy=PatchMeta(retain_keys=True)),
-        status=_obj(conditions=_CONDITIONS),
-    ),
-    "batch/Job": _kind_meta(spec=_obj(template=POD_TEMPLATE_PATCH_META), status=_obj(conditions=_CONDITIONS)),
-    "batch/CronJob": _kind_meta(
-        spec=_obj(
-            jobTemplate=_obj(metadata=OBJECT_META_PATCH_META, spec=_obj(template=POD_TEMPLATE_PATCH_META))
+    def field(self, prop: Mapping[str, Any]) -> PatchMeta:
+        strategies = str(prop.get("x-kubernetes-patch-strategy") or "").split(",")
+        target = prop.get("items") if prop.get("type") == "array" else prop
+        children = self.fields_of(target) if isinstance(target, Mapping) else {}
+        return PatchMeta(
+            strategy="merge" if "merge" in strategies else "replace" if "replace" in strategies else "",
+            key=str(prop.get("x-kubernetes-patch-merge-key") or ""),
+            retain_keys="retainKeys" in strategies,
+            fields=children,
+            list_type=str(prop.get("x-kubernetes-list-type") or ""),
+            list_keys=tuple(prop.get("x-kubernetes-list-map-keys") or ()),
         )
-    ),
-}
 
-_METADATA_ONLY = _kind_meta()
-
-
-def patch_meta_for(group: str, kind: str) -> PatchMeta:
-    """The patch meta of ``group``/``kind``; unknown kinds get the common ``metadata`` part only."""
-    return BUILTIN_PATCH_META.get(f"{group}/{kind}", _METADATA_ONLY)
+    @staticmethod
+    def refs(schema: Mapping[str, Any]) -> list[str]:
+        """The definitions a schema node stands for: its ``$ref``, or those of its ``allOf``."""
+        nodes = [schema, *(s for s in schema.get("allOf") or () if isinstance(s, Mapping))]
+        return [str(n["$ref"]).rsplit("/", 1)[-1] for n in nodes if isinstance(n.get("$ref"), str)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,17 +300,23 @@ def _cannot_apply(message: str) -> StatusError:
     return StatusError(422, "Invalid", message)
 
 
+def _metadata_only() -> PatchMeta:
+    from .definitions import metadata_only  # the definitions are read with this module's reader
+
+    return metadata_only()
+
+
 def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta | None = None) -> dict:
     """Apply a Kubernetes strategic merge patch to ``doc`` using ``meta`` for list strategies.
 
-    ``meta`` defaults to the metadata-only meta (``patch_meta_for("", "")``).
+    ``meta`` defaults to that of an object with only ObjectMeta known (``definitions.metadata_only``).
     """
     if not isinstance(patch, dict):
         raise bad_request(
             f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
         )
     original = copy.deepcopy(doc) if isinstance(doc, dict) else {}
-    result = _smp_map(original, copy.deepcopy(patch), meta or _METADATA_ONLY)
+    result = _smp_map(original, copy.deepcopy(patch), meta or _metadata_only())
     return {} if result is _DELETED else result
 
 

@@ -314,7 +314,7 @@ class GenericStore:
         meta["annotations"][CLUSTER_ANNOTATION] = ctx.cluster
         if fields_owned and ctx.manager:
             obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
-                                            now=meta["creationTimestamp"], list_type_at=self._list_types(rt))
+                                            now=meta["creationTimestamp"], list_type_at=rt.list_type_at)
             meta = obj["metadata"]
         rt.strategy.before_write(obj, None, ctx.cluster)
         if ctx.dry_run:
@@ -330,12 +330,6 @@ class GenericStore:
             raise err from None
         meta["resourceVersion"] = str(rev)
         return self.present(rt, obj)
-
-    @staticmethod
-    def _list_types(rt: ResourceType):
-        if rt.schema is not None:
-            return rt.schema.list_type_at
-        return ssa.list_types_for(rt.group, rt.kind)
 
     # -- update -----------------------------------------------------------------------------
 
@@ -367,7 +361,7 @@ class GenericStore:
         """PATCH; returns (object, created). Apply patches create a missing object."""
         if patch_type == "apply":
             return await self._apply(rt, ctx, name, body, subresource=subresource, force=force)
-        meta = patching.patch_meta_for(rt.group, rt.kind)
+        meta = rt.patch_meta
 
         def mutate(cur: dict) -> dict:
             if patch_type == "json":
@@ -396,7 +390,7 @@ class GenericStore:
         if config.get("kind") and config["kind"] != rt.kind:
             raise e.bad_request(f'the API version in the data ({config.get("apiVersion")}) does not match the expected API version ({rt.api_version})'
                                 if config.get("apiVersion") != rt.api_version else f'kind {config["kind"]} does not match expected {rt.kind}')
-        list_types = self._list_types(rt)
+        list_types = rt.list_type_at
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         cur = await self._current(rt, key)
         if cur is None and not subresource:
@@ -502,7 +496,7 @@ class GenericStore:
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if managed and ctx.manager:
             new = ssa.update_managed_fields(old, new, manager=ctx.manager, api_version=rt.api_version, now=now_rfc3339(),
-                                            list_type_at=self._list_types(rt), subresource=subresource or None)
+                                            list_type_at=rt.list_type_at, subresource=subresource or None)
         rt.strategy.before_write(new, old, ctx.cluster)
         if _same(new, old):
             return None

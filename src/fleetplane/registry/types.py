@@ -1,20 +1,28 @@
-"""What the hub knows about one resource: names, scope, subresources, and its strategy.
+"""What the hub knows about one resource: names, scope, subresources, strategy, printer, schema.
 
 A ``ResourceType`` is the registry's unit, like kube-apiserver's per-resource REST storage:
-built-in types are declared in :mod:`.builtins`, custom resources are derived from CRDs in
-:mod:`.crd`. The ``Strategy`` holds the type-specific semantics (defaulting, validation,
-what an update may change), while :mod:`.store` applies the generic ones to every type.
+built-in types are declared in :mod:`fleetplane.apis` (one module per API group), custom
+resources are derived from CRDs in :mod:`.crd`. The ``Strategy`` holds the type-specific
+semantics (defaulting, validation, what an update may change), while :mod:`.store` applies the
+generic ones to every type. Everything else the server needs about a kind hangs off the type
+too: its Table printer, its OpenAPI definition (from which the patch and apply list metadata
+are derived) and its protobuf message name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..apimachinery.errors import FieldError
+from .apply import ListTypeAt, list_types_from_meta
+from .definitions import patch_meta
+from .patch import PatchMeta
 
 if TYPE_CHECKING:
+    from .printers import Printer
     from .schema import StructuralSchema
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -25,6 +33,25 @@ FieldGetter = Callable[[dict], Any]
 
 def _meta(field_name: str) -> FieldGetter:
     return lambda o: (o.get("metadata") or {}).get(field_name)
+
+
+def field_getter(*path: str) -> FieldGetter:
+    """The getter of a field selector on ``path`` (``status.phase``); None where it is missing."""
+    def getter(obj: dict) -> Any:
+        cur: Any = obj
+        for p in path:
+            if not isinstance(cur, dict):
+                return None
+            cur = cur.get(p)
+        return cur
+
+    return getter
+
+
+def bool_field_getter(*path: str) -> FieldGetter:
+    """A boolean field as field selectors compare it: "true", or "false" when unset."""
+    get = field_getter(*path)
+    return lambda o: "true" if get(o) is True else "false"
 
 
 META_FIELDS: dict[str, FieldGetter] = {
@@ -139,6 +166,15 @@ class ResourceType:
     #: field selector whitelist: field name -> getter
     field_selectors: Mapping[str, FieldGetter] = field(default_factory=lambda: META_FIELDS)
     printer_columns: tuple[PrinterColumn, ...] | None = None
+    #: a built-in kind's Table printer (columns and row cells, :mod:`.printers`); None: the
+    #: default table (custom resources print their ``printer_columns``)
+    printer: Printer | None = None
+    #: a built-in kind's definition in the OpenAPI data (:mod:`.definitions`), e.g.
+    #: ``io.k8s.api.core.v1.ConfigMap``: its documents, ``kubectl explain`` and patch metadata
+    openapi_definition: str = ""
+    #: the fully-qualified protobuf message of a built-in kind (``k8s.io.api.core.v1.ConfigMap``),
+    #: by which the protobuf codec finds it; None: JSON only
+    protobuf: str | None = None
     #: the kind's OpenAPI v3 schema (components form, without the envelope), for docs and explain
     openapi_schema: dict | None = None
     #: the CRD's structural schema for this version, for custom resources
@@ -172,6 +208,21 @@ class ResourceType:
             self.list_kind = self.kind + "List"
         if not self.storage_version:
             self.storage_version = self.version
+
+    @cached_property
+    def patch_meta(self) -> PatchMeta:
+        """Strategic-merge-patch metadata, derived from the kind's OpenAPI definition (kube's
+        NewPatchMetaFromOpenAPI); a kind without one has ObjectMeta's only. Custom resources
+        take merge patches only, so theirs is never used."""
+        return patch_meta(self.openapi_definition)
+
+    @cached_property
+    def list_type_at(self) -> ListTypeAt:
+        """Server-side apply's list types: from the CRD's structural schema, or else from the
+        same OpenAPI extensions the patch metadata is read from."""
+        if self.schema is not None:
+            return self.schema.list_type_at
+        return list_types_from_meta(self.patch_meta)
 
     def subresource_verbs(self, sub: str) -> list[str]:
         """What discovery advertises for a subresource, from what serves it."""

@@ -1,7 +1,7 @@
 """``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
 
-The server serves the hub's types and the workload types of :mod:`fleetplane.registry.workloads`
-and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
+The server serves the hub's types and the workload types of :mod:`fleetplane.apis` (Deployments,
+ReplicaSets, Pods, Nodes) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
 same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
 informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
+from ..apis import workload_types
 from ..kube.client import Client
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
-from ..registry.workloads import workload_types
 from ..server.serve import Options
 from ..server.serve import run as serve_run
 from .deployment import DeploymentController

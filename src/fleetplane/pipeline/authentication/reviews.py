@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
-from ...registry.types import CreateOnly, ResourceType, Strategy
+from ...apis import authentication
+from ...apis.authentication import GROUP
+from ...registry.types import ResourceType
 
 if TYPE_CHECKING:
     from ...registry.store import Context
-
-GROUP = "authentication.k8s.io"
 
 #: (token, cluster, audiences) -> TokenReview status
 TokenReviewer = Callable[[str, str, list[str]], Any]
@@ -24,10 +24,8 @@ class AuthenticationReviews:
     token_reviewer: TokenReviewer | None = None
 
     def types(self) -> list[ResourceType]:
-        return [ResourceType(GROUP, "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False, Strategy(),
-                             rest=CreateOnly(self.self_subject_review)),
-                ResourceType(GROUP, "v1", "TokenReview", "tokenreviews", "tokenreview", False, Strategy(),
-                             rest=CreateOnly(self.token_review))]
+        return authentication.resource_types(self_subject_review=self.self_subject_review,
+                                             token_review=self.token_review)
 
     async def self_subject_review(self, ctx: Context, obj: dict) -> dict:
         meta = dict(obj.get("metadata") or {})

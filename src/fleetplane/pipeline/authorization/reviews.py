@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
-from ...registry.types import CreateOnly, ResourceType, Strategy
+from ...apis import authorization
+from ...apis.authorization import GROUP
+from ...registry.types import ResourceType
 from ..user import UserInfo
 from .attributes import Attributes, Decision
 
@@ -19,9 +21,6 @@ if TYPE_CHECKING:
     from ...registry.store import Context
     from .authorizer import Authorizer
     from .rbac import RBACAuthorizer
-
-GROUP = "authorization.k8s.io"
-
 
 def _attributes(user: UserInfo, cluster: str, spec: dict, kind: str) -> Attributes:
     res, nonres = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
@@ -68,13 +67,10 @@ class Reviews:
     rbac: RBACAuthorizer | None = None
 
     def types(self) -> list[ResourceType]:
-        def rt(kind: str, plural: str, namespaced: bool, handler: Any) -> ResourceType:
-            return ResourceType(GROUP, "v1", kind, plural, kind.lower(), namespaced, Strategy(), rest=CreateOnly(handler))
-
-        return [rt("SelfSubjectAccessReview", "selfsubjectaccessreviews", False, self.self_subject_access_review),
-                rt("SubjectAccessReview", "subjectaccessreviews", False, self.subject_access_review),
-                rt("LocalSubjectAccessReview", "localsubjectaccessreviews", True, self.local_subject_access_review),
-                rt("SelfSubjectRulesReview", "selfsubjectrulesreviews", False, self.self_subject_rules_review)]
+        return authorization.resource_types(
+            self_subject_access_review=self.self_subject_access_review, subject_access_review=self.subject_access_review,
+            local_subject_access_review=self.local_subject_access_review,
+            self_subject_rules_review=self.self_subject_rules_review)
 
     async def self_subject_access_review(self, ctx: Context, obj: dict) -> dict:
         kind = "SelfSubjectAccessReview"

@@ -1,10 +1,12 @@
-"""The RBAC kinds (``rbac.authorization.k8s.io/v1``): Roles, ClusterRoles and their bindings.
+"""The RBAC group (``rbac.authorization.k8s.io/v1``): Roles, ClusterRoles and their bindings.
 
 Strategies follow kube's ``pkg/registry/rbac/*/strategy.go`` and validation
 ``pkg/apis/rbac/validation``: core-like (no generation, unconditional PUT allowed), names only
 need to be valid path segments (``system:discovery`` is a fine name), v1 defaulting of
 ``roleRef.apiGroup`` and subject ``apiGroup``, and an immutable ``roleRef``. Escalation checks are
 not here but in the ``RBACEscalation`` admission plugin (:mod:`fleetplane.pipeline.authorization.escalation`).
+The OpenAPI data has no RBAC definitions (kube's are not published by the hub), so their patch
+metadata is ObjectMeta's only.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from typing import Any
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.selectors import label_key_error, label_value_error
-from .types import ResourceType, Strategy
-from .validation import dns_subdomain_error, path_segment_error, validate_labels, validate_object_meta
+from ..registry import printers as pr
+from ..registry.printers import AGE, NAME, Clock, Column, Printer
+from ..registry.types import ResourceType, Strategy
+from ..registry.validation import (
+    dns_subdomain_error,
+    path_segment_error,
+    validate_labels,
+    validate_object_meta,
+)
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 _SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
@@ -242,15 +251,53 @@ class ClusterRoleBindingStrategy(_BindingStrategy):
     role_kinds = ("ClusterRole",)
 
 
-def rbac_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for the four RBAC kinds."""
+def _binding_cells(o: dict, clock: Clock) -> list:
+    """printRoleBinding / printClusterRoleBinding, wide columns from rbac.SubjectsStrings."""
+    ref: dict = o["roleRef"] if isinstance(o.get("roleRef"), dict) else {}
+    users: list[str] = []
+    groups: list[str] = []
+    sas: list[str] = []
+    for s in o.get("subjects") or []:
+        if not isinstance(s, dict):
+            continue
+        kind, name = s.get("kind"), pr.string(s.get("name"))
+        if kind == "ServiceAccount":
+            sas.append(f"{pr.string(s.get('namespace'))}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return [pr.meta(o).get("name"), f"{pr.string(ref.get('kind'))}/{pr.string(ref.get('name'))}",
+            clock.since(pr.meta(o).get("creationTimestamp")), ", ".join(users), ", ".join(groups), ", ".join(sas)]
+
+
+def _binding_columns(kind: str, role_doc: str) -> list[Column]:
+    # kube describes these from rbac/v1beta1 (the schema data has no RBAC definitions)
+    return [NAME, Column("Role", description=role_doc), AGE,
+            Column("Users", priority=1, description=f"Users in the {kind}"),
+            Column("Groups", priority=1, description=f"Groups in the {kind}"),
+            Column("ServiceAccounts", priority=1, description=f"ServiceAccounts in the {kind}")]
+
+
+def _printer(kind: str, role_doc: str) -> Printer:
+    return Printer(tuple(_binding_columns(kind, role_doc)), _binding_cells)
+
+
+def resource_types() -> list[ResourceType]:
+    """Roles and ClusterRoles have no printer in kube: the default table (Name, Created At)."""
     return [
-        ResourceType(RBAC_GROUP, "v1", "Role", "roles", "role", True, RoleStrategy()),
-        ResourceType(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", False, ClusterRoleStrategy()),
-        ResourceType(RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", True, RoleBindingStrategy()),
+        ResourceType(RBAC_GROUP, "v1", "Role", "roles", "role", True, RoleStrategy(),
+                     protobuf="k8s.io.api.rbac.v1.Role"),
+        ResourceType(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", False, ClusterRoleStrategy(),
+                     protobuf="k8s.io.api.rbac.v1.ClusterRole"),
+        ResourceType(RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", True, RoleBindingStrategy(),
+                     printer=_printer("roleBinding", "RoleRef can reference a Role in the current namespace or a "
+                                      "ClusterRole in the global namespace. If the RoleRef cannot be resolved, the "
+                                      "Authorizer must return an error."),
+                     protobuf="k8s.io.api.rbac.v1.RoleBinding"),
         ResourceType(RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False,
-                     ClusterRoleBindingStrategy()),
+                     ClusterRoleBindingStrategy(),
+                     printer=_printer("clusterRoleBinding", "RoleRef can only reference a ClusterRole in the global "
+                                      "namespace. If the RoleRef cannot be resolved, the Authorizer must return an error."),
+                     protobuf="k8s.io.api.rbac.v1.ClusterRoleBinding"),
     ]
-
-
-RBAC_TYPES: list[ResourceType] = rbac_types()

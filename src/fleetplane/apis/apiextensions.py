@@ -1,0 +1,66 @@
+"""The apiextensions group (``apiextensions.k8s.io/v1``): CustomResourceDefinitions. The CRD
+machinery (defaulting, validation, status, the types a CRD defines) is :mod:`fleetplane.registry.crd`;
+this is the kind's strategy. No printer: kube prints CRDs with the default table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import FieldError
+from ..registry import crd
+from ..registry.meta import now_rfc3339
+from ..registry.types import ResourceType, Strategy
+from ..registry.validation import validate_object_meta
+
+CRD_DEFINITION = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
+
+
+class CRDStrategy(Strategy):
+    status_subresource = True
+    tracks_generation = True
+    allow_unconditional_update = False
+
+    def __init__(self) -> None:
+        #: set by the registry: the other CRDs of a logical cluster, for name conflicts
+        self.crds_in: Callable[[str], list[dict]] = lambda cluster: []
+
+    def before_write(self, obj: dict, old: dict | None, cluster: str) -> None:
+        if old is None:
+            fins = obj["metadata"].setdefault("finalizers", [])
+            if crd.CLEANUP_FINALIZER not in fins:
+                fins.append(crd.CLEANUP_FINALIZER)
+        others = [o for o in self.crds_in(cluster) if o["metadata"]["name"] != obj["metadata"]["name"]]
+        obj["status"] = crd.compute_status(obj, others, now_rfc3339())
+
+    def prepare_for_create(self, obj: dict) -> None:
+        obj.pop("status", None)
+        crd.default_crd(obj)
+
+    def prepare_for_update(self, obj: dict, old: dict) -> None:
+        super().prepare_for_update(obj, old)
+        crd.default_crd(obj)
+
+    def spec_changed(self, obj: dict, old: dict) -> bool:
+        return obj.get("spec") != old.get("spec")
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return validate_object_meta(obj, namespaced=False) + crd.validate_crd(obj)
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        errs = self.validate(obj)
+        if (obj.get("spec") or {}).get("scope") != (old.get("spec") or {}).get("scope"):
+            errs.append(e.invalid("spec.scope", (obj.get("spec") or {}).get("scope"), "field is immutable"))
+        if (obj.get("spec") or {}).get("group") != (old.get("spec") or {}).get("group"):
+            errs.append(e.invalid("spec.group", (obj.get("spec") or {}).get("group"), "field is immutable"))
+        return errs
+
+
+def resource_types() -> list[ResourceType]:
+    return [
+        ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+                     "customresourcedefinition", False, CRDStrategy(), short_names=("crd", "crds"),
+                     categories=("api-extensions",), subresources=("status",),
+                     openapi_definition=CRD_DEFINITION,
+                     protobuf="k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"),
+    ]

@@ -1,0 +1,291 @@
+"""The apps group (``apps/v1``) as a simulated physical cluster serves it: Deployments and
+ReplicaSets with kube's defaulting (``pkg/apis/apps/v1/defaults.go``: replicas 1, RollingUpdate
+25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600) and validation (selector required,
+non-empty, matching the template's labels and immutable; replicas >= 0), generation on spec
+change (Deployments also on annotation changes, as kube), status and scale subresources.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..apimachinery import errors as e
+from ..apimachinery.errors import FieldError
+from ..registry import printers as pr
+from ..registry.printers import AGE, NAME, Clock, Column, Printer
+from ..registry.types import META_FIELDS, ResourceType, ScaleSpec, Strategy
+from ..registry.validation import validate_object_meta
+from ..registry.workloads import _go_invalid, _validate_selector, go_label_selector
+from .core.podspec import canonicalize_resources, default_template, validate_template
+
+POD_TEMPLATE_HASH = "pod-template-hash"
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+#: where a Scale's ``status.selector`` comes from. ``None`` until the scale handler renders a
+#: metav1.LabelSelector object in its string form (:func:`label_selector_string`); then ".spec.selector".
+SCALE_SELECTOR_PATH: str | None = ".spec.selector"
+
+# -- int-or-string ---------------------------------------------------------------------------------
+
+_PERCENT = re.compile(r"^([0-9]+)%\Z")
+
+
+def scaled_value(value: Any, total: int, round_up: bool) -> int:
+    """``intstr.GetScaledValueFromIntOrPercent``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if m:
+            pct = int(m.group(1))
+            q, r = divmod(pct * total, 100)
+            return q + (1 if round_up and r else 0)
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
+
+
+def _validate_int_or_percent(value: Any, path: str) -> list[FieldError]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [e.invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if m:
+            if int(m.group(1)) > 100:
+                return [e.invalid(path, value, "must not be greater than 100%")]
+            return []
+        return [e.invalid(path, value, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")]
+    return [e.invalid(path, value, "must be an integer or percentage (e.g '5%')")]
+
+
+def _is_zero(value: Any) -> bool:
+    return value in (0, "0%", "0")
+
+
+def _non_negative(obj: dict, path: str, value: Any) -> list[FieldError]:
+    if value is None:
+        return []
+    if not isinstance(value, int) or isinstance(value, bool):
+        return [e.invalid(path, value, "must be an integer")]
+    if value < 0:
+        return [e.invalid(path, value, "must be greater than or equal to 0")]
+    return []
+
+
+class _WorkloadStrategy(Strategy):
+    """Deployments and ReplicaSets: generation, status subresource, unconditional PUT (as apps/v1)."""
+
+    kind = ""
+    tracks_generation = True
+    allow_unconditional_update = True
+    status_subresource = True
+
+    def canonicalize(self, obj: dict) -> None:
+        template = (obj.get("spec") or {}).get("template") if isinstance(obj.get("spec"), dict) else None
+        if isinstance(template, dict):
+            canonicalize_resources(template.get("spec"), self.kind, "v1")
+
+    def prepare_for_status_update(self, obj: dict, old: dict) -> dict:
+        """kube's status strategies keep spec (and labels) and take the rest, annotations included
+        (the deployment controller records the revision annotation through /status)."""
+        new = dict(obj)
+        new["metadata"] = dict(obj.get("metadata") or {})
+        if "spec" in old:
+            new["spec"] = old["spec"]
+        else:
+            new.pop("spec", None)
+        if "labels" in old["metadata"]:
+            new["metadata"]["labels"] = old["metadata"]["labels"]
+        else:
+            new["metadata"].pop("labels", None)
+        return new
+
+    def spec_changed(self, obj: dict, old: dict) -> bool:
+        return obj.get("spec") != old.get("spec")
+
+    def _validate_common(self, obj: dict, *, selector_required: bool = True) -> list[FieldError]:
+        errs = validate_object_meta(obj, namespaced=True)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return errs + [e.required("spec")]
+        errs += _non_negative(obj, "spec.replicas", spec.get("replicas"))
+        errs += _non_negative(obj, "spec.minReadySeconds", spec.get("minReadySeconds"))
+        sel = spec.get("selector")
+        if sel is None:
+            errs.append(e.required("spec.selector"))
+        else:
+            errs += _validate_selector(sel, "spec.selector")
+            if isinstance(sel, dict) and not sel.get("matchLabels") and not sel.get("matchExpressions"):
+                errs.append(_go_invalid("spec.selector", go_label_selector(sel), f"empty selector is invalid for {self.kind.lower()}"))
+        errs += validate_template(spec.get("template"), "spec.template", sel)
+        return errs
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        errs = self.validate(obj)
+        new_sel = (obj.get("spec") or {}).get("selector")
+        old_sel = (old.get("spec") or {}).get("selector")
+        if new_sel != old_sel and new_sel is not None:
+            errs.append(_go_invalid("spec.selector", go_label_selector(new_sel), "field is immutable"))
+        return errs
+
+
+class DeploymentStrategy(_WorkloadStrategy):
+    kind = "Deployment"
+
+    def _default(self, obj: dict) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("replicas", 1)
+        strategy = spec.get("strategy")
+        if not isinstance(strategy, dict):
+            strategy = spec["strategy"] = {}
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.get("rollingUpdate")
+            if not isinstance(ru, dict):
+                ru = strategy["rollingUpdate"] = {}
+            ru.setdefault("maxUnavailable", "25%")
+            ru.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        default_template(spec.get("template"))
+
+    def prepare_for_create(self, obj: dict) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {}  # a Go struct: always there, empty until the controller writes it
+        self._default(obj)
+
+    def prepare_for_update(self, obj: dict, old: dict) -> None:
+        super().prepare_for_update(obj, old)
+        self._default(obj)
+
+    def spec_changed(self, obj: dict, old: dict) -> bool:
+        """kube: spec changes and annotation changes bump generation (annotations are copied to the
+        ReplicaSets); the controller's own ``deployment.kubernetes.io/`` annotations do not."""
+        if obj.get("spec") != old.get("spec"):
+            return True
+
+        def user_annotations(o: dict) -> dict:
+            return {k: v for k, v in ((o.get("metadata") or {}).get("annotations") or {}).items()
+                    if not k.startswith("deployment.kubernetes.io/") and k != "kcp.io/cluster"}
+
+        return user_annotations(obj) != user_annotations(old)
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        errs = self._validate_common(obj)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return errs
+        strategy = spec.get("strategy") or {}
+        stype = strategy.get("type")
+        if stype not in ("Recreate", "RollingUpdate"):
+            errs.append(e.required("spec.strategy.type") if not stype
+                        else e.not_supported("spec.strategy.type", stype, ["Recreate", "RollingUpdate"]))
+        ru = strategy.get("rollingUpdate")
+        if stype == "Recreate" and ru is not None:
+            errs.append(e.forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+        if stype == "RollingUpdate" and isinstance(ru, dict):
+            mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
+            errs += _validate_int_or_percent(mu, "spec.strategy.rollingUpdate.maxUnavailable")
+            errs += _validate_int_or_percent(ms, "spec.strategy.rollingUpdate.maxSurge")
+            if _is_zero(mu) and _is_zero(ms):
+                errs.append(e.invalid("spec.strategy.rollingUpdate.maxUnavailable", mu, "may not be 0 when `maxSurge` is 0"))
+        errs += _non_negative(obj, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        pds = spec.get("progressDeadlineSeconds")
+        errs += _non_negative(obj, "spec.progressDeadlineSeconds", pds)
+        mrs = spec.get("minReadySeconds") or 0
+        if isinstance(pds, int) and isinstance(mrs, int) and pds <= mrs:
+            errs.append(e.invalid("spec.progressDeadlineSeconds", pds, "must be greater than minReadySeconds"))
+        return errs
+
+
+class ReplicaSetStrategy(_WorkloadStrategy):
+    kind = "ReplicaSet"
+
+    def _default(self, obj: dict) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            spec.setdefault("replicas", 1)
+            default_template(spec.get("template"))
+
+    def prepare_for_create(self, obj: dict) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"replicas": 0}  # replicas has no omitempty
+        self._default(obj)
+
+    def prepare_for_update(self, obj: dict, old: dict) -> None:
+        super().prepare_for_update(obj, old)
+        self._default(obj)
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        return self._validate_common(obj)
+
+
+REPLICASET_FIELDS = dict(META_FIELDS) | {"status.replicas": lambda o: str(((o.get("status") or {}).get("replicas")) or 0)}
+
+
+APPS = "io.k8s.api.apps.v1."
+CONTAINERS = Column("Containers", priority=1, description="Names of each container in the template.")
+IMAGES = Column("Images", priority=1, description="Images referenced by each container in the template.")
+
+
+def _selector(selector: Any, empty: str = "<none>") -> str:
+    # label-selector formatting lives with the Table code until it moves to apimachinery
+    from ..server.tables import format_label_selector
+
+    return format_label_selector(selector, empty)
+
+
+def _containers_cells(containers: Any) -> tuple[str, str]:
+    cs = [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+    return ",".join(pr.string(c.get("name")) for c in cs), ",".join(pr.string(c.get("image")) for c in cs)
+
+
+def _deployment_cells(o: dict, clock: Clock) -> list:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    desired = pr.integer(spec.get("replicas"), 1)
+    names, images = _containers_cells(pr.get(spec, "template", "spec", "containers"))
+    return [pr.meta(o).get("name"), f"{pr.integer(status.get('readyReplicas'))}/{desired}", pr.integer(status.get("updatedReplicas")),
+            pr.integer(status.get("availableReplicas")), clock.since(pr.meta(o).get("creationTimestamp")), names, images,
+            _selector(spec.get("selector"), empty="")]
+
+
+def _replicaset_cells(o: dict, clock: Clock) -> list:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers_cells(pr.get(spec, "template", "spec", "containers"))
+    return [pr.meta(o).get("name"), pr.integer(spec.get("replicas"), 1), pr.integer(status.get("replicas")),
+            pr.integer(status.get("readyReplicas")), clock.since(pr.meta(o).get("creationTimestamp")), names, images,
+            _selector(spec.get("selector"))]
+
+
+def resource_types() -> list[ResourceType]:
+    return [
+        ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, DeploymentStrategy(),
+                     short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
+                     scale=ScaleSpec(".spec.replicas", ".status.replicas", SCALE_SELECTOR_PATH),
+                     printer=Printer((
+                         NAME,
+                         Column("Ready", description="Number of the pod with ready state"),
+                         Column("Up-to-date", description=(APPS + "DeploymentStatus", "updatedReplicas")),
+                         Column("Available", description=(APPS + "DeploymentStatus", "availableReplicas")),
+                         AGE, CONTAINERS, IMAGES,
+                         Column("Selector", priority=1, description=(APPS + "DeploymentSpec", "selector")),
+                     ), _deployment_cells),
+                     openapi_definition=APPS + "Deployment", protobuf="k8s.io.api.apps.v1.Deployment"),
+        ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ReplicaSetStrategy(),
+                     short_names=("rs",), categories=("all",), subresources=("status", "scale"),
+                     scale=ScaleSpec(".spec.replicas", ".status.replicas", SCALE_SELECTOR_PATH),
+                     field_selectors=REPLICASET_FIELDS,
+                     printer=Printer((
+                         NAME,
+                         Column("Desired", "integer", description=(APPS + "ReplicaSetSpec", "replicas")),
+                         Column("Current", "integer", description=(APPS + "ReplicaSetStatus", "replicas")),
+                         Column("Ready", "integer", description=(APPS + "ReplicaSetStatus", "readyReplicas")),
+                         AGE, CONTAINERS, IMAGES,
+                         Column("Selector", priority=1, description=(APPS + "ReplicaSetSpec", "selector")),
+                     ), _replicaset_cells),
+                     openapi_definition=APPS + "ReplicaSet", protobuf="k8s.io.api.apps.v1.ReplicaSet"),
+    ]
