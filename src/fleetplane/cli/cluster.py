@@ -25,7 +25,7 @@ def _name(value: str) -> str:
 
 
 def _quantity(value: str) -> str:
-    from ..registry.workloads import QuantityError, parse_quantity
+    from ..apimachinery.quantity import QuantityError, parse_quantity
 
     try:
         if parse_quantity(value) <= 0:
@@ -46,7 +46,7 @@ def _positive_int(value: str) -> int:
 
 
 def _labels(value: str) -> dict[str, str]:
-    from ..apimachinery.selectors import label_key_error, label_value_error
+    from ..apimachinery.validation import label_value_error, qualified_name_error
 
     out: dict[str, str] = {}
     for part in (p.strip() for p in value.split(",")):
@@ -55,7 +55,7 @@ def _labels(value: str) -> dict[str, str]:
         key, sep, val = part.partition("=")
         if not sep:
             raise argparse.ArgumentTypeError(f"invalid label {part!r}: expected key=value")
-        why = label_key_error(key) or label_value_error(val)
+        why = qualified_name_error(key) or label_value_error(val)
         if why:
             raise argparse.ArgumentTypeError(f"invalid label {part!r}: {why}")
         out[key] = val

@@ -22,10 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..apimachinery.metatime import parse_time
 from .admission import clusterset_of_namespace
 from .constants import (
     CLUSTERSET_LABELS,
@@ -88,13 +88,7 @@ class Result:
 
 
 def _rfc3339(s: Any) -> bool:
-    if not isinstance(s, str):
-        return False
-    try:
-        datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return "T" in s
+    return isinstance(s, str) and "T" in s and parse_time(s) is not None
 
 
 # -- the resource ---------------------------------------------------------------------------------

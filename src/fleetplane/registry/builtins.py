@@ -13,11 +13,12 @@ from collections.abc import Callable
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
+from ..apimachinery.metatime import now_rfc3339
+from ..apimachinery.validation import dns1123_label_error
 from . import crd
-from .meta import now_rfc3339
 from .rbac import rbac_types
 from .types import META_FIELDS, ResourceType, Strategy
-from .validation import CLUSTER_PATH, CLUSTER_PATH_TEXT, dns_label_error, validate_object_meta
+from .validation import CLUSTER_PATH, CLUSTER_PATH_TEXT, validate_object_meta
 
 _DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 
@@ -57,7 +58,7 @@ class NamespaceStrategy(CoreStrategy):
         return new
 
     def validate(self, obj: dict) -> list[FieldError]:
-        return validate_object_meta(obj, namespaced=False, name_error=dns_label_error)
+        return validate_object_meta(obj, namespaced=False, name_error=dns1123_label_error)
 
 
 def _validate_data_keys(data: object, path: str) -> list[FieldError]:

@@ -14,9 +14,14 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from ..apimachinery.selectors import label_key_error, label_value_error
+from ..apimachinery.validation import (
+    dns1123_subdomain_error,
+    label_value_error,
+    path_segment_error,
+    qualified_name_error,
+)
 from .types import ResourceType, Strategy
-from .validation import dns_subdomain_error, path_segment_error, validate_labels, validate_object_meta
+from .validation import validate_labels, validate_object_meta
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 _SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
@@ -93,7 +98,7 @@ def validate_label_selector(sel: Any, path: str) -> list[FieldError]:
                 errs.append(e.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
         else:
             errs.append(e.invalid(f"{p}.operator", op, "not a valid selector operator"))
-        why = label_key_error(key) if isinstance(key, str) else "must be a string"
+        why = qualified_name_error(key) if isinstance(key, str) else "must be a string"
         if why:
             errs.append(e.invalid(f"{p}.key", key, why))
         for j, v in enumerate(values if _is_list(values) else []):
@@ -139,7 +144,7 @@ def validate_subject(subject: Any, namespaced: bool, path: str) -> list[FieldErr
     kind = subject.get("kind") or ""
     if kind == "ServiceAccount":
         if name:
-            why = dns_subdomain_error(name) if isinstance(name, str) else "must be a string"
+            why = dns1123_subdomain_error(name) if isinstance(name, str) else "must be a string"
             if why:
                 errs.append(e.invalid(f"{path}.name", name, why))
         if group:

@@ -28,106 +28,23 @@ kube's ``pods/binding`` does.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from .meta import now_rfc3339
+from ..apimachinery.gofmt import go_quote
+from ..apimachinery.labels import selector_matches
+from ..apimachinery.metatime import now_rfc3339
+from ..apimachinery.quantity import Quantity, QuantityError, canonical_quantity, parse_quantity
+from ..apimachinery.validation import dns1123_label_error, dns1123_subdomain_error
 from .types import META_FIELDS, ResourceType, ScaleSpec, Strategy
-from .validation import dns_label_error, dns_subdomain_error, validate_labels, validate_object_meta
+from .validation import validate_labels, validate_object_meta
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 #: where a Scale's ``status.selector`` comes from. ``None`` until the scale handler renders a
-#: metav1.LabelSelector object in its string form (:func:`label_selector_string`); then ".spec.selector".
+#: metav1.LabelSelector object in its string form (``str(LabelSelector)``); then ".spec.selector".
 SCALE_SELECTOR_PATH: str | None = ".spec.selector"
-
-# -- quantities ----------------------------------------------------------------------------------
-
-QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?\Z")
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
-_BINARY_SUFFIX = {v: k for k, v in _BINARY.items()}
-_NANO = Decimal("1e-9")
-
-
-class QuantityError(ValueError):
-    pass
-
-
-def _parse(value: Any) -> tuple[Decimal, str]:
-    """(value, format) where format is "BinarySI", "DecimalSI" or "DecimalExponent"."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise QuantityError("quantities must match the regular expression '" + QUANTITY_PATTERN + "'")
-    text = str(value).strip() if not isinstance(value, str) else value
-    m = _QUANTITY.match(text)
-    if not m:
-        raise QuantityError("quantities must match the regular expression '" + QUANTITY_PATTERN + "'")
-    number, suffix = m.group(1), m.group(2) or ""
-    try:
-        base = Decimal(number)
-    except InvalidOperation:
-        raise QuantityError("quantities must match the regular expression '" + QUANTITY_PATTERN + "'") from None
-    if suffix in _BINARY:
-        return base * (Decimal(2) ** _BINARY[suffix]), "BinarySI"
-    if suffix in _DECIMAL:
-        return base.scaleb(_DECIMAL[suffix]), "DecimalSI"
-    return base.scaleb(int(suffix[1:])), "DecimalExponent"
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity ("500m", "128Mi", "1e3", 2) as a Decimal; QuantityError if malformed.
-
-    As ``resource.ParseQuantity``, precision beyond 1n is rounded up.
-    """
-    v, _ = _parse(value)
-    return v.quantize(_NANO, rounding=ROUND_CEILING) if v.as_tuple().exponent < -9 else v  # type: ignore[operator]
-
-
-def milli_value(value: Any) -> int:
-    """``Quantity.MilliValue()``: thousandths, rounded up (cpu "250m" -> 250, "1" -> 1000)."""
-    return int((parse_quantity(value) * 1000).to_integral_value(rounding=ROUND_CEILING))
-
-
-def int_value(value: Any) -> int:
-    """``Quantity.Value()``: rounded up to an integer (memory "1Ki" -> 1024)."""
-    return int(parse_quantity(value).to_integral_value(rounding=ROUND_CEILING))
-
-
-def canonical_quantity(value: Any) -> str:
-    """The string ``resource.Quantity`` marshals to (``CanonicalizeBytes``)."""
-    v, fmt = _parse(value)
-    if v.as_tuple().exponent < -9:  # type: ignore[operator]
-        v = v.quantize(_NANO, rounding=ROUND_CEILING)
-    if v == 0:
-        return "0"
-    if fmt == "BinarySI":
-        if -1024 < v < 1024 or v != v.to_integral_value():
-            fmt = "DecimalSI"
-        else:
-            n = int(v)
-            shift = 0
-            while shift < 60 and n % 1024 == 0:
-                n //= 1024
-                shift += 10
-            return f"{n}{_BINARY_SUFFIX.get(shift, '')}"
-    # mantissa * 10^exp with exp a multiple of 3 and the mantissa an integer, exp as large as possible
-    sign, digits, exp = v.normalize().as_tuple()
-    mantissa = int("".join(map(str, digits))) * (-1 if sign else 1)
-    exp = int(exp)
-    while exp % 3:
-        mantissa *= 10
-        exp -= 1
-    while exp > 18:  # no suffix beyond E: fold into the mantissa
-        mantissa *= 1000
-        exp -= 3
-    if fmt == "DecimalExponent":
-        return str(mantissa) if exp == 0 else f"{mantissa}e{exp}"
-    return f"{mantissa}{_DECIMAL_SUFFIX[exp]}"
-
 
 # -- Go-formatted values in messages -------------------------------------------------------------
 
@@ -143,14 +60,10 @@ def _go_invalid(path: str, literal: str, detail: str) -> FieldError:
     return _GoInvalid("FieldValueInvalid", path, detail, literal, True)
 
 
-def _go_str(s: Any) -> str:
-    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def go_string_map(m: Any) -> str:
     if not m:
         return "map[string]string(nil)"
-    return "map[string]string{" + ", ".join(f"{_go_str(k)}:{_go_str(v)}" for k, v in sorted(m.items())) + "}"
+    return "map[string]string{" + ", ".join(f"{go_quote(str(k))}:{go_quote(str(v))}" for k, v in sorted(m.items())) + "}"
 
 
 def go_label_selector(sel: Any) -> str:
@@ -160,57 +73,13 @@ def go_label_selector(sel: Any) -> str:
         parts = []
         for x in exprs:
             vals = x.get("values")
-            values = "[]string(nil)" if not vals else "[]string{" + ", ".join(_go_str(v) for v in vals) + "}"
-            parts.append(f"v1.LabelSelectorRequirement{{Key:{_go_str(x.get('key', ''))}, "
-                         f"Operator:{_go_str(x.get('operator', ''))}, Values:{values}}}")
+            values = "[]string(nil)" if not vals else "[]string{" + ", ".join(go_quote(str(v)) for v in vals) + "}"
+            parts.append(f"v1.LabelSelectorRequirement{{Key:{go_quote(str(x.get('key', '')))}, "
+                         f"Operator:{go_quote(str(x.get('operator', '')))}, Values:{values}}}")
         expr_text = "[]v1.LabelSelectorRequirement{" + ", ".join(parts) + "}"
     else:
         expr_text = "[]v1.LabelSelectorRequirement(nil)"
     return f"v1.LabelSelector{{MatchLabels:{go_string_map(sel.get('matchLabels'))}, MatchExpressions:{expr_text}}}"
-
-
-def label_selector_string(sel: Any) -> str:
-    """``metav1.LabelSelectorAsSelector(sel).String()``: what a Scale's ``status.selector`` shows."""
-    if not isinstance(sel, dict):
-        return ""
-    reqs: list[tuple[str, str]] = []
-    for k, v in (sel.get("matchLabels") or {}).items():
-        reqs.append((k, f"{k}={v}"))
-    for x in sel.get("matchExpressions") or []:
-        key, op, vals = x.get("key", ""), x.get("operator"), sorted(x.get("values") or [])
-        if op == "In":
-            reqs.append((key, f"{key} in ({','.join(vals)})"))
-        elif op == "NotIn":
-            reqs.append((key, f"{key} notin ({','.join(vals)})"))
-        elif op == "Exists":
-            reqs.append((key, key))
-        elif op == "DoesNotExist":
-            reqs.append((key, "!" + key))
-    return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
-
-
-# -- label selectors -----------------------------------------------------------------------------
-
-
-def selector_matches(sel: Any, labels: dict | None) -> bool:
-    """Whether a metav1.LabelSelector matches ``labels`` (an empty selector matches everything)."""
-    labels = labels or {}
-    if not isinstance(sel, dict):
-        return False
-    for k, v in (sel.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for x in sel.get("matchExpressions") or []:
-        key, op, vals = x.get("key"), x.get("operator"), x.get("values") or []
-        if op == "In" and labels.get(key) not in vals:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in vals:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def _validate_selector(sel: Any, path: str) -> list[FieldError]:
@@ -336,8 +205,8 @@ def _requests_from_limits(spec: dict) -> None:
 
 def qos_class(spec: dict) -> str:
     """``qos.GetPodQOS``: Guaranteed, Burstable or BestEffort from cpu and memory requests/limits."""
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
     guaranteed = True
     any_set = False
     for key in ("containers", "initContainers"):
@@ -348,11 +217,11 @@ def qos_class(spec: dict) -> str:
             for k, v in creq.items():
                 if v != 0:
                     any_set = True
-                    requests[k] = requests.get(k, Decimal(0)) + v
+                    requests[k] = requests.get(k, Quantity(0)) + v
             for k, v in clim.items():
                 if v != 0:
                     any_set = True
-                    limits[k] = limits.get(k, Decimal(0)) + v
+                    limits[k] = limits.get(k, Quantity(0)) + v
             if set(clim) != {"cpu", "memory"}:
                 guaranteed = False
     if not any_set:
@@ -378,7 +247,7 @@ def _validate_resources(res: Any, path: str) -> list[FieldError]:
         return errs
     if not isinstance(res, dict):
         return [e.invalid(path, res, "must be an object")]
-    parsed: dict[str, dict[str, Decimal]] = {}
+    parsed: dict[str, dict[str, Quantity]] = {}
     for part in ("limits", "requests"):
         values = res.get(part) or {}
         if not isinstance(values, dict):
@@ -428,8 +297,8 @@ def _validate_containers(containers: Any, path: str, names: set[str], *, require
         name = c.get("name")
         if not name:
             errs.append(e.required(f"{p}.name"))
-        elif not isinstance(name, str) or dns_label_error(name):
-            errs.append(e.invalid(f"{p}.name", name, dns_label_error(str(name)) or "must be a string"))
+        elif not isinstance(name, str) or dns1123_label_error(name):
+            errs.append(e.invalid(f"{p}.name", name, dns1123_label_error(str(name)) or "must be a string"))
         elif name in names:
             errs.append(e.duplicate(f"{p}.name", name))
         else:
@@ -460,7 +329,7 @@ def _validate_containers(containers: Any, path: str, names: set[str], *, require
                 errs.append(e.duplicate(f"{pp}", f"{cp}/{proto}"))
             seen_ports.add((cp, proto))
             pname = port.get("name")
-            if pname and (not isinstance(pname, str) or len(pname) > 15 or dns_label_error(pname)):
+            if pname and (not isinstance(pname, str) or len(pname) > 15 or dns1123_label_error(pname)):
                 errs.append(e.invalid(f"{pp}.name", pname, "must be no more than 15 characters"
                                       if isinstance(pname, str) and len(pname) > 15 else "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"))
         for j, env in enumerate(c.get("env") or []):
@@ -495,8 +364,8 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
     if ads is not None and (not isinstance(ads, int) or ads <= 0):
         errs.append(e.invalid(f"{path}.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"))
     node_name = spec.get("nodeName")
-    if node_name and (not isinstance(node_name, str) or dns_subdomain_error(node_name)):
-        errs.append(e.invalid(f"{path}.nodeName", node_name, dns_subdomain_error(str(node_name)) or "must be a string"))
+    if node_name and (not isinstance(node_name, str) or dns1123_subdomain_error(node_name)):
+        errs.append(e.invalid(f"{path}.nodeName", node_name, dns1123_subdomain_error(str(node_name)) or "must be a string"))
     sel = spec.get("nodeSelector")
     if sel is not None:
         errs += validate_labels(sel, f"{path}.nodeSelector")
@@ -519,8 +388,8 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
         vname = v.get("name") if isinstance(v, dict) else None
         if not vname:
             errs.append(e.required(f"{p}.name"))
-        elif dns_label_error(str(vname)):
-            errs.append(e.invalid(f"{p}.name", vname, dns_label_error(str(vname)) or ""))
+        elif dns1123_label_error(str(vname)):
+            errs.append(e.invalid(f"{p}.name", vname, dns1123_label_error(str(vname)) or ""))
         elif vname in vol_names:
             errs.append(e.duplicate(f"{p}.name", vname))
         else:

@@ -1,7 +1,7 @@
-"""Values printed the way kube (Go) prints them in error messages.
+"""Values printed the way kube (Go) prints them: in error messages, Table cells, CEL strings.
 
 Clients and people match on kube's exact wording, so quoted strings, floats and bad values are
-rendered like Go's ``strconv.Quote``, ``%v`` and ``encoding/json`` would.
+rendered like Go's ``strconv.Quote``, ``fmt`` and ``encoding/json`` would.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import math
 from decimal import Decimal
 from typing import Any
 
+__all__ = ["bad_value", "go_quote", "json_text", "format_float", "sprint_float"]
 
-def _go_quote(s: str) -> str:
+
+def go_quote(s: str) -> str:
     """strconv.Quote-like quoting (printable Unicode kept, control characters escaped)."""
     out = ['"']
     for ch in s:
@@ -34,22 +36,33 @@ def _go_quote(s: str) -> str:
     return "".join(out)
 
 
-def _go_float(f: float) -> str:
-    """Format a float64 like Go's %v (shortest repr, exponent only below 1e-4 or from 1e21)."""
+def format_float(f: float) -> str:
+    """A float64 as kube-openapi's messages and CEL's ``string(double)`` print it: shortest digits,
+    exponent form only below 1e-4 or from 1e21."""
+    return _shortest(f, 21)
+
+
+def sprint_float(f: float) -> str:
+    """``fmt.Sprint(float64)``: strconv 'g' with the shortest digits, exponent form below 1e-4
+    or from 1e6 (how kube's jsonpath prints a number in a Table cell)."""
+    return _shortest(f, 6)
+
+
+def _shortest(f: float, exponent_from: int) -> str:
+    """The shortest digits that read back as ``f``; ``d.ddde±XX`` when the decimal exponent is
+    below -4 or at least ``exponent_from``."""
     if f != f:
         return "NaN"
     if f in (math.inf, -math.inf):
         return "+Inf" if f > 0 else "-Inf"
     if f == 0:
         return "-0" if math.copysign(1.0, f) < 0 else "0"
-    d = Decimal(repr(f))
-    sign, digits, exp = d.as_tuple()
+    sign, digits, exponent = Decimal(repr(f)).as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"
-    # position of the decimal point relative to the first digit
-    point = len(digits) + exp  # type: ignore[operator]
-    x = point - 1  # scientific exponent
+    point = len(digits) + int(exponent)  # where the decimal point falls after the first digit
+    x = point - 1  # the scientific exponent
     neg = "-" if sign else ""
-    if x < -4 or x >= 21:
+    if x < -4 or x >= exponent_from:
         mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
         return f"{neg}{mant}e{'+' if x >= 0 else '-'}{abs(x):02d}"
     if point <= 0:
@@ -59,7 +72,7 @@ def _go_float(f: float) -> str:
     return f"{neg}{ds[:point]}.{ds[point:]}"
 
 
-def _disp(v: Any) -> Any:
+def bad_value(v: Any) -> Any:
     """A bad value as Go prints it: nil prints as "null", integral float64s without a fraction."""
     if v is None:
         return "null"
@@ -68,5 +81,6 @@ def _disp(v: Any) -> Any:
     return v
 
 
-def _json_text(v: Any) -> str:
+def json_text(v: Any) -> str:
+    """``encoding/json`` text of a value (compact, non-ASCII kept)."""
     return json.dumps(v, separators=(",", ":"), ensure_ascii=False)

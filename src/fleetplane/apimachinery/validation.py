@@ -1,0 +1,125 @@
+"""Name and label rules (k8s.io/apimachinery/pkg/util/validation) with kube's messages.
+
+Each ``*_error`` function returns why a value breaks the rule, or None. Every pattern is a full
+match: Go's ``$`` is Python's ``\\Z`` (``$`` would accept a trailing newline).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "DNS1123_LABEL",
+    "DNS1123_LABEL_MSG",
+    "DNS1123_SUBDOMAIN",
+    "DNS1123_SUBDOMAIN_MSG",
+    "LABEL_VALUE",
+    "QUALIFIED_NAME",
+    "dns1123_label_error",
+    "dns1123_subdomain_error",
+    "is_dns1123_label",
+    "is_label_value",
+    "is_qualified_name",
+    "label_value_error",
+    "path_segment_error",
+    "qualified_name_error",
+]
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
+
+DNS1123_LABEL = re.compile("^" + _DNS1123_LABEL_FMT + r"\Z")
+DNS1123_SUBDOMAIN = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + r"\Z")
+#: the name part of a qualified name (a label key, a finalizer) without its length limit
+QUALIFIED_NAME = re.compile("^" + _QUALIFIED_NAME_FMT + r"\Z")
+LABEL_VALUE = re.compile("^" + _LABEL_VALUE_FMT + r"\Z")
+
+DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def dns1123_subdomain_error(name: str) -> str | None:
+    """``IsDNS1123Subdomain``: most object names."""
+    if len(name) > 253:
+        return "must be no more than 253 characters"
+    if not DNS1123_SUBDOMAIN.match(name):
+        return DNS1123_SUBDOMAIN_MSG
+    return None
+
+
+def dns1123_label_error(name: str) -> str | None:
+    """``IsDNS1123Label``: namespace names and other names used as DNS labels."""
+    if len(name) > 63:
+        return "must be no more than 63 characters"
+    if not DNS1123_LABEL.match(name):
+        return DNS1123_LABEL_MSG
+    return None
+
+
+def is_dns1123_label(name: str) -> bool:
+    return len(name) <= 63 and DNS1123_LABEL.match(name) is not None
+
+
+def qualified_name_error(key: str) -> str | None:
+    """``IsQualifiedName``: a label or annotation key, ``[prefix/]name``."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in prefix:
+        return ("a qualified name must consist of alphanumeric characters, '-', '_' or '.', with an "
+                "optional DNS subdomain prefix and '/'")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return ("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character")
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not QUALIFIED_NAME.match(name):
+        return _QUALIFIED_NAME_MSG
+    return None
+
+
+def is_qualified_name(key: str) -> bool:
+    return qualified_name_error(key) is None
+
+
+def label_value_error(value: str) -> str | None:
+    """``IsValidLabelValue``: empty, or at most 63 characters of the qualified-name alphabet."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not LABEL_VALUE.match(value):
+        return _LABEL_VALUE_MSG
+    return None
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and LABEL_VALUE.match(value) is not None
+
+
+def path_segment_error(name: str) -> str | None:
+    """Names travel in URL paths: ``ValidatePathSegmentName``."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    for bad in ("/", "%"):
+        if bad in name:
+            return f"may not contain '{bad}'"
+    return None
