@@ -8,6 +8,7 @@ timestamp without a zone is not one.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 
 __all__ = ["NoTimeZone", "format_time", "micro_time", "now_rfc3339", "parse_rfc3339", "parse_time"]
@@ -23,10 +24,10 @@ class NoTimeZone(ValueError):
 
 
 def format_time(t: float | dt.datetime) -> str:
-    """metav1.Time of a Unix time or an aware datetime: whole seconds (truncated), UTC."""
+    """metav1.Time of a Unix time or an aware datetime: whole seconds (rounded down), UTC."""
     if isinstance(t, dt.datetime):
         return t.astimezone(dt.UTC).strftime(_TIME_FORMAT)
-    return time.strftime(_TIME_FORMAT, time.gmtime(int(t)))
+    return time.strftime(_TIME_FORMAT, time.gmtime(math.floor(t)))
 
 
 def now_rfc3339(now: float | None = None) -> str:

@@ -13,10 +13,12 @@ __all__ = [
     "DNS1123_LABEL_MSG",
     "DNS1123_SUBDOMAIN",
     "DNS1123_SUBDOMAIN_MSG",
+    "DNS1035_LABEL",
     "LABEL_VALUE",
     "QUALIFIED_NAME",
     "dns1123_label_error",
     "dns1123_subdomain_error",
+    "dns1035_label_errors",
     "is_dns1123_label",
     "is_label_value",
     "is_qualified_name",
@@ -35,6 +37,7 @@ DNS1123_SUBDOMAIN = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + r"\Z")
 #: the name part of a qualified name (a label key, a finalizer) without its length limit
 QUALIFIED_NAME = re.compile("^" + _QUALIFIED_NAME_FMT + r"\Z")
 LABEL_VALUE = re.compile("^" + _LABEL_VALUE_FMT + r"\Z")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 
 DNS1123_SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
@@ -45,6 +48,11 @@ DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
     "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
     "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 _QUALIFIED_NAME_MSG = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
@@ -74,6 +82,16 @@ def dns1123_label_error(name: str) -> str | None:
     if not DNS1123_LABEL.match(name):
         return DNS1123_LABEL_MSG
     return None
+
+
+def dns1035_label_errors(name: str) -> list[str]:
+    """``IsDNS1035Label``: every rule ``name`` breaks (a kind, a Service name)."""
+    errs = []
+    if len(name) > 63:
+        errs.append("must be no more than 63 characters")
+    if not DNS1035_LABEL.match(name):
+        errs.append(_DNS1035_LABEL_MSG)
+    return errs
 
 
 def is_dns1123_label(name: str) -> bool:

@@ -9,16 +9,14 @@ their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. S
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 from typing import Any
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)\Z")
+from ..apimachinery.validation import DNS1123_LABEL
 
 
 def _name(value: str) -> str:
-    if len(value) > 40 or not _NAME.match(value):
+    if len(value) > 40 or not DNS1123_LABEL.match(value):
         raise argparse.ArgumentTypeError(
             f"invalid cluster name {value!r}: a lowercase RFC 1123 label of at most 40 characters (it prefixes node names)")
     return value

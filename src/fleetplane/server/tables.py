@@ -17,11 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 
 from ..apimachinery.jsonpath import compile_jsonpath, go_print
+from ..apimachinery.labels import format_label_selector
+from ..apimachinery.metatime import format_time, parse_rfc3339
 from ..registry.types import PrinterColumn, ResourceType
 
 TABLE_API_VERSION = "meta.k8s.io/v1"
@@ -71,10 +72,8 @@ def _parse_time(value: Any) -> float | object | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        dt = datetime.fromisoformat(value)
+        dt = parse_rfc3339(value)
     except ValueError:
-        return None
-    if dt.tzinfo is None:
         return None
     if dt.year <= 1:
         return _ZERO
@@ -120,7 +119,7 @@ def _rfc3339(value: Any) -> str:
     t = _parse_time(value)
     if t is None or t is _ZERO:
         return "0001-01-01T00:00:00Z"
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # type: ignore[arg-type]
+    return format_time(t)  # type: ignore[arg-type]
 
 
 # -- column definitions --------------------------------------------------------------------------
@@ -215,31 +214,6 @@ def _containers_cells(containers: Any) -> tuple[str, str]:
     return ",".join(_str(c.get("name")) for c in cs), ",".join(_str(c.get("image")) for c in cs)
 
 
-def format_label_selector(selector: Any, empty: str = "<none>") -> str:
-    """metav1.FormatLabelSelector: requirements sorted by key; ``empty`` when there are none."""
-    if not isinstance(selector, dict):
-        return empty
-    reqs: list[tuple[str, str]] = []
-    for k, v in (selector.get("matchLabels") or {}).items():
-        reqs.append((k, f"{k}={v}"))
-    for e in selector.get("matchExpressions") or []:
-        if not isinstance(e, dict):
-            continue
-        key, op = _str(e.get("key")), e.get("operator")
-        values = sorted(str(x) for x in e.get("values") or [])
-        if op == "In":
-            reqs.append((key, f"{key} in ({','.join(values)})"))
-        elif op == "NotIn":
-            reqs.append((key, f"{key} notin ({','.join(values)})"))
-        elif op == "Exists":
-            reqs.append((key, key))
-        elif op == "DoesNotExist":
-            reqs.append((key, "!" + key))
-        else:
-            return "<error>"
-    if not reqs:
-        return empty
-    return ",".join(r for _, r in sorted(reqs, key=lambda r: r[0]))
 
 
 # -- built-in printers ------------------------------------------------------------------------------

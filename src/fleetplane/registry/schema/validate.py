@@ -8,13 +8,13 @@ with kube's messages, field paths and ratcheting of unchanged values.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, invalid, not_supported, required
 
 from ...apimachinery.gofmt import bad_value, format_float, go_quote, json_text
 from ...apimachinery.jsonvalue import MISSING, deep_equal, deep_key, json_equal
+from ...apimachinery.validation import dns1035_label_errors
 from .fieldpath import (
     _child,
     _duplicate_value,
@@ -71,14 +71,6 @@ def _has_duplicates(items: list[Any]) -> bool:
     return False
 
 
-_RX_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-
-
 def _validate_embedded_resource(x: dict[str, Any], path: str | None, errs: list[FieldError]) -> None:
     if "apiVersion" not in x:
         errs.append(required(_fp_child(path, "apiVersion")))
@@ -100,11 +92,7 @@ def _validate_embedded_resource(x: dict[str, Any], path: str | None, errs: list[
             elif not v:
                 errs.append(required(p))
             else:
-                msgs = []
-                if len(v) > 63:
-                    msgs.append("must be no more than 63 characters")
-                if not _RX_DNS1035.match(v.lower()):
-                    msgs.append(_DNS1035_MSG)
+                msgs = dns1035_label_errors(v.lower())
                 if msgs:
                     errs.append(
                         invalid(p, v, "may have mixed case, but should otherwise match: " + ",".join(msgs))
