@@ -7,6 +7,11 @@ match: Go's ``$`` is Python's ``\\Z`` (``$`` would accept a trailing newline).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
+
+from . import errors as e
+from .errors import FieldError
 
 __all__ = [
     "DNS1123_LABEL",
@@ -25,6 +30,8 @@ __all__ = [
     "label_value_error",
     "path_segment_error",
     "qualified_name_error",
+    "validate_label_selector",
+    "validate_labels",
 ]
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -141,3 +148,60 @@ def path_segment_error(name: str) -> str | None:
         if bad in name:
             return f"may not contain '{bad}'"
     return None
+
+
+# -- metav1 objects (k8s.io/apimachinery/pkg/apis/meta/v1/validation) ----------------------------
+
+
+def validate_labels(labels: Any, path: str) -> list[FieldError]:
+    """``ValidateLabels``: every key a qualified name, every value a label value."""
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [e.invalid(path, labels, "must be a map of strings")]
+    errs = []
+    for k, v in labels.items():
+        why = qualified_name_error(k)
+        if why:
+            errs.append(e.invalid(path, k, why))
+        if not isinstance(v, str):
+            errs.append(e.invalid(f"{path}", v, "label values must be strings"))
+            continue
+        why = label_value_error(v)
+        if why:
+            errs.append(e.invalid(f"{path}", v, why))
+    return errs
+
+
+def validate_label_selector(sel: Any, path: str) -> list[FieldError]:
+    """``ValidateLabelSelector`` of a metav1.LabelSelector object: its matchLabels, and each
+    expression's operator, values (required for In/NotIn, forbidden for Exists/DoesNotExist), key
+    and values' syntax."""
+    if not isinstance(sel, Mapping):
+        return [e.invalid(path, sel, "must be an object")]
+    errs = validate_labels(sel.get("matchLabels"), f"{path}.matchLabels")
+    exprs = sel.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        return errs + [e.invalid(f"{path}.matchExpressions", exprs, "must be a list")]
+    for i, expr in enumerate(exprs):
+        p = f"{path}.matchExpressions[{i}]"
+        if not isinstance(expr, Mapping):
+            errs.append(e.invalid(p, expr, "must be an object"))
+            continue
+        op, values, key = expr.get("operator"), expr.get("values") or [], expr.get("key")
+        if op in ("In", "NotIn"):
+            if not values:
+                errs.append(e.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                errs.append(e.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        else:
+            errs.append(e.invalid(f"{p}.operator", op, "not a valid selector operator"))
+        why = qualified_name_error(key) if isinstance(key, str) else "must be a string"
+        if why:
+            errs.append(e.invalid(f"{p}.key", key, why))
+        for j, v in enumerate(values if isinstance(values, list) else []):
+            why = label_value_error(v) if isinstance(v, str) else "must be a string"
+            if why:
+                errs.append(e.invalid(f"{p}.values[{j}]", v, why))
+    return errs

@@ -11,9 +11,9 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.validation import (
     dns1123_subdomain_error,
-    label_value_error,
     path_segment_error,
     qualified_name_error,
+    validate_labels,
 )
 
 CLUSTER_PATH = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\Z")
@@ -59,25 +59,6 @@ def validate_object_meta(obj: dict, *, namespaced: bool, name_error=dns1123_subd
         for k in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(k):
                 errs.append(e.required(f"{p}.{k}", f"{k} must not be empty"))
-    return errs
-
-
-def validate_labels(labels: Any, path: str) -> list[FieldError]:
-    if labels is None:
-        return []
-    if not isinstance(labels, dict):
-        return [e.invalid(path, labels, "must be a map of strings")]
-    errs = []
-    for k, v in labels.items():
-        why = qualified_name_error(k)
-        if why:
-            errs.append(e.invalid(path, k, why))
-        if not isinstance(v, str):
-            errs.append(e.invalid(f"{path}", v, "label values must be strings"))
-            continue
-        why = label_value_error(v)
-        if why:
-            errs.append(e.invalid(f"{path}", v, why))
     return errs
 
 

@@ -36,9 +36,14 @@ from ..apimachinery.gofmt import go_quote
 from ..apimachinery.labels import selector_matches
 from ..apimachinery.metatime import now_rfc3339
 from ..apimachinery.quantity import Quantity, QuantityError, canonical_quantity, parse_quantity
-from ..apimachinery.validation import dns1123_label_error, dns1123_subdomain_error
+from ..apimachinery.validation import (
+    dns1123_label_error,
+    dns1123_subdomain_error,
+    validate_label_selector,
+    validate_labels,
+)
 from .types import META_FIELDS, ResourceType, ScaleSpec, Strategy
-from .validation import validate_labels, validate_object_meta
+from .validation import validate_object_meta
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -80,28 +85,6 @@ def go_label_selector(sel: Any) -> str:
     else:
         expr_text = "[]v1.LabelSelectorRequirement(nil)"
     return f"v1.LabelSelector{{MatchLabels:{go_string_map(sel.get('matchLabels'))}, MatchExpressions:{expr_text}}}"
-
-
-def _validate_selector(sel: Any, path: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    if not isinstance(sel, dict):
-        return [e.invalid(path, sel, "must be an object")]
-    errs += validate_labels(sel.get("matchLabels"), f"{path}.matchLabels")
-    for i, x in enumerate(sel.get("matchExpressions") or []):
-        p = f"{path}.matchExpressions[{i}]"
-        if not isinstance(x, dict):
-            errs.append(e.invalid(p, x, "must be an object"))
-            continue
-        op = x.get("operator")
-        if op in ("In", "NotIn"):
-            if not x.get("values"):
-                errs.append(e.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif op in ("Exists", "DoesNotExist"):
-            if x.get("values"):
-                errs.append(e.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        else:
-            errs.append(e.invalid(f"{p}.operator", op, "not a valid selector operator"))
-    return errs
 
 
 # -- pod spec defaulting -------------------------------------------------------------------------
@@ -525,7 +508,7 @@ class _WorkloadStrategy(Strategy):
         if sel is None:
             errs.append(e.required("spec.selector"))
         else:
-            errs += _validate_selector(sel, "spec.selector")
+            errs += validate_label_selector(sel, "spec.selector")
             if isinstance(sel, dict) and not sel.get("matchLabels") and not sel.get("matchExpressions"):
                 errs.append(_go_invalid("spec.selector", go_label_selector(sel), f"empty selector is invalid for {self.kind.lower()}"))
         errs += _validate_template(spec.get("template"), "spec.template", sel)
