@@ -10,7 +10,7 @@ kube's ``FindResults`` does: no matches.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -192,11 +192,12 @@ def _plain_names(expr: str) -> tuple[str, ...] | None:
     return None
 
 
-def _find_operator(expr: str) -> tuple[int, str | None]:
+def _outside_quotes(s: str, start: int = 0) -> Iterator[int]:
+    """The indices of ``s`` (from ``start``) outside '...' and "..." (which may escape with ``\\``)."""
     quote = ""
-    i = 0
-    while i < len(expr):
-        ch = expr[i]
+    i = start
+    while i < len(s):
+        ch = s[i]
         if quote:
             if ch == "\\":
                 i += 2
@@ -206,10 +207,15 @@ def _find_operator(expr: str) -> tuple[int, str | None]:
         elif ch in "'\"":
             quote = ch
         else:
-            for op in _FILTER_OPS:
-                if expr.startswith(op, i):
-                    return i, op
+            yield i
         i += 1
+
+
+def _find_operator(expr: str) -> tuple[int, str | None]:
+    for i in _outside_quotes(expr):
+        for op in _FILTER_OPS:
+            if expr.startswith(op, i):
+                return i, op
     return -1, None
 
 
@@ -245,34 +251,18 @@ def _unquote(s: str) -> str:
 
 
 def _split_top(content: str, sep: str) -> list[str]:
-    parts, depth, quote, cur = [], 0, "", []
-    i = 0
-    while i < len(content):
+    """``content`` split at each ``sep`` outside quotes, parentheses and brackets."""
+    parts, depth, begin = [], 0, 0
+    for i in _outside_quotes(content):
         ch = content[i]
-        if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(content):
-                cur.append(content[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-            cur.append(ch)
-        elif ch in "([":
+        if ch in "([":
             depth += 1
-            cur.append(ch)
         elif ch in ")]":
             depth -= 1
-            cur.append(ch)
         elif ch == sep and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
+            parts.append(content[begin:i])
+            begin = i + 1
+    parts.append(content[begin:])
     return parts
 
 
@@ -322,24 +312,15 @@ def _read_name(s: str, i: int) -> tuple[str, int]:
 
 def _matching_bracket(s: str, i: int) -> int:
     """Index of the ``]`` closing the ``[`` at ``i``, skipping quotes and nested brackets."""
-    depth, quote = 0, ""
-    while i < len(s):
-        ch = s[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[(":
+    depth = 0
+    for j in _outside_quotes(s, i):
+        ch = s[j]
+        if ch in "[(":
             depth += 1
         elif ch in "])":
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return j
     raise JSONPathError(f"unclosed bracket in {s!r}")
 
 

@@ -1,8 +1,9 @@
 """resource.Quantity (k8s.io/apimachinery/pkg/api/resource): one exact quantity type.
 
-A quantity is an exact rational number (precision beyond 1n rounded up, as ``ParseQuantity``)
-and the format it was written in, which decides its canonical string: ``"0.5"`` -> ``"500m"``,
-``"1024Mi"`` -> ``"1Gi"``, ``"1e3"`` -> ``"1e3"``. Comparison and arithmetic use the number only.
+A quantity is an exact rational number (precision beyond 1n rounded away from zero, as
+``ParseQuantity``) and the format it was written in, which decides its canonical string:
+``"0.5"`` -> ``"500m"``, ``"1024Mi"`` -> ``"1Gi"``, ``"1e3"`` -> ``"1e3"``. Comparison and
+arithmetic use the number only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 from functools import total_ordering
-from math import ceil
+from math import ceil, floor
 
 __all__ = [
     "QUANTITY_PATTERN",
@@ -61,7 +62,7 @@ class Quantity:
     def __init__(self, number: Fraction | int, format: Format = Format.DECIMAL_SI) -> None:
         n = Fraction(number)
         if (_NANO % n.denominator) != 0:  # kube keeps at most nine fractional digits, rounding up
-            n = Fraction(ceil(n * _NANO), _NANO)
+            n = Fraction(_round_up(n * _NANO), _NANO)
         self.number = n
         self.format = format
 
@@ -85,12 +86,12 @@ class Quantity:
     # -- values --------------------------------------------------------------------------------
 
     def value(self) -> int:
-        """``Value()``: rounded up to an integer (memory "1Ki" -> 1024)."""
-        return ceil(self.number)
+        """``Value()``: rounded up to an integer (memory "1Ki" -> 1024, "1500m" -> 2)."""
+        return _round_up(self.number)
 
     def milli_value(self) -> int:
         """``MilliValue()``: thousandths, rounded up (cpu "250m" -> 250, "1" -> 1000)."""
-        return ceil(self.number * 1000)
+        return _round_up(self.number * 1000)
 
     def as_dec(self) -> Decimal:
         """``AsDec()``: the exact value as a Decimal."""
@@ -150,9 +151,9 @@ class Quantity:
                     n //= 1024
                     shift += 10
                 return f"{n}{_BINARY_SUFFIX.get(shift, '')}"
-        # mantissa * 10^exp: exp a multiple of 3, as large as possible, at most 18 (suffix E)
+        # mantissa * 10^exp: exp a multiple of 3, as large as possible (DecimalSI: at most 18, suffix E)
         mantissa, exp = int(v * _NANO), -9
-        while exp < 18 and mantissa % 1000 == 0:
+        while (exp < 18 or fmt is Format.DECIMAL_EXPONENT) and mantissa % 1000 == 0:
             mantissa //= 1000
             exp += 3
         if fmt is Format.DECIMAL_EXPONENT:
@@ -161,6 +162,11 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
+
+
+def _round_up(x: Fraction) -> int:
+    """Rounded away from zero, as kube rounds "up" (so -1500m is -2, not -1)."""
+    return ceil(x) if x >= 0 else floor(x)
 
 
 def _number(q: Quantity | int) -> Fraction:

@@ -7,7 +7,7 @@ match: Go's ``$`` is Python's ``\\Z`` (``$`` would accept a trailing newline).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import errors as e
@@ -30,6 +30,7 @@ __all__ = [
     "label_value_error",
     "path_segment_error",
     "qualified_name_error",
+    "validate_annotations",
     "validate_label_selector",
     "validate_labels",
 ]
@@ -155,21 +156,41 @@ def path_segment_error(name: str) -> str | None:
 
 def validate_labels(labels: Any, path: str) -> list[FieldError]:
     """``ValidateLabels``: every key a qualified name, every value a label value."""
-    if labels is None:
+    return _validate_string_map(labels, path, "label", label_value_error)
+
+
+def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
+    """``ValidateAnnotations``: every key a qualified name, at most 256 KiB of keys and values."""
+    errs = _validate_string_map(annotations, path, "annotation", lambda v: None)
+    if isinstance(annotations, dict):
+        total = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
+        if total > _TOTAL_ANNOTATION_SIZE:
+            errs.append(e.too_long(path, _TOTAL_ANNOTATION_SIZE))
+    return errs
+
+
+_TOTAL_ANNOTATION_SIZE = 256 * 1024
+
+
+def _validate_string_map(
+    m: Any, path: str, what: str, value_error: Callable[[str], str | None]
+) -> list[FieldError]:
+    """A map of qualified-name keys to strings; each key's errors before its value's."""
+    if m is None:
         return []
-    if not isinstance(labels, dict):
-        return [e.invalid(path, labels, "must be a map of strings")]
+    if not isinstance(m, dict):
+        return [e.invalid(path, m, "must be a map of strings")]
     errs = []
-    for k, v in labels.items():
+    for k, v in m.items():
         why = qualified_name_error(k)
         if why:
             errs.append(e.invalid(path, k, why))
         if not isinstance(v, str):
-            errs.append(e.invalid(f"{path}", v, "label values must be strings"))
+            errs.append(e.invalid(path, v, f"{what} values must be strings"))
             continue
-        why = label_value_error(v)
+        why = value_error(v)
         if why:
-            errs.append(e.invalid(f"{path}", v, why))
+            errs.append(e.invalid(path, v, why))
     return errs
 
 

@@ -5,7 +5,6 @@ themselves are :mod:`fleetplane.apimachinery.validation`."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
@@ -13,6 +12,7 @@ from ..apimachinery.validation import (
     dns1123_subdomain_error,
     path_segment_error,
     qualified_name_error,
+    validate_annotations,
     validate_labels,
 )
 
@@ -59,24 +59,4 @@ def validate_object_meta(obj: dict, *, namespaced: bool, name_error=dns1123_subd
         for k in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(k):
                 errs.append(e.required(f"{p}.{k}", f"{k} must not be empty"))
-    return errs
-
-
-def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
-    if annotations is None:
-        return []
-    if not isinstance(annotations, dict):
-        return [e.invalid(path, annotations, "must be a map of strings")]
-    errs = []
-    total = 0
-    for k, v in annotations.items():
-        why = qualified_name_error(k)
-        if why:
-            errs.append(e.invalid(path, k, why))
-        if not isinstance(v, str):
-            errs.append(e.invalid(f"{path}", v, "annotation values must be strings"))
-            continue
-        total += len(k) + len(v)
-    if total > 256 * 1024:
-        errs.append(e.too_long(path, 256 * 1024))
     return errs
