@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..apimachinery.metatime import parse_rfc3339
 from . import _loop, metrics
 from ._redact import redact, truncate
 from .errors import (
@@ -149,6 +148,17 @@ def exec_credential_request(
     return orjson.dumps({"kind": EXEC_CREDENTIAL_KIND, "apiVersion": exec_config.api_version, "spec": spec})
 
 
+def parse_rfc3339(value: str) -> float:
+    """metav1.Time accepts RFC 3339 (``Z`` or an offset, optional fractional seconds)."""
+    s = value.strip()
+    if s.endswith(("Z", "z")):
+        s = s[:-1] + "+00:00"
+    t = dt.datetime.fromisoformat(s)
+    if t.tzinfo is None:
+        raise ValueError("timestamp has no time zone")
+    return t.timestamp()
+
+
 def parse_exec_output(stdout: bytes, api_version: str) -> Credential:
     """Validate a plugin's standard output as client-go does and return the credential.
 
@@ -213,7 +223,7 @@ def parse_exec_output(stdout: bytes, api_version: str) -> Credential:
         if not isinstance(exp_raw, str):
             raise ExecOutputError("decoding stdout: status.expirationTimestamp must be an RFC 3339 string")
         try:
-            expiration = parse_rfc3339(exp_raw).timestamp()
+            expiration = parse_rfc3339(exp_raw)
         except ValueError:
             raise ExecOutputError(
                 f"decoding stdout: status.expirationTimestamp {exp_raw[:64]!r} is not an RFC 3339 timestamp"

@@ -24,10 +24,14 @@ class NoTimeZone(ValueError):
 
 
 def format_time(t: float | dt.datetime) -> str:
-    """metav1.Time of a Unix time or an aware datetime: whole seconds (rounded down), UTC."""
+    """metav1.Time of a Unix time or a datetime (naive: UTC): whole seconds (rounded down), UTC."""
     if isinstance(t, dt.datetime):
-        return t.astimezone(dt.UTC).strftime(_TIME_FORMAT)
+        return _utc(t).strftime(_TIME_FORMAT)
     return time.strftime(_TIME_FORMAT, time.gmtime(math.floor(t)))
+
+
+def _utc(t: dt.datetime) -> dt.datetime:
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
 def now_rfc3339(now: float | None = None) -> str:
@@ -42,9 +46,14 @@ def now_rfc3339(now: float | None = None) -> str:
     return _stamp[1]
 
 
-def micro_time(t: dt.datetime | None = None) -> str:
-    """metav1.MicroTime of ``t`` (default now): a Lease's renewTime, an Event's eventTime."""
-    return (t or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime(_MICRO_FORMAT)
+def micro_time(t: float | dt.datetime | None = None) -> str:
+    """metav1.MicroTime of ``t`` (a Unix time or a datetime, naive: UTC; default now): a Lease's
+    renewTime, an Event's eventTime, an audit event's timestamps."""
+    if t is None:
+        t = dt.datetime.now(dt.UTC)
+    elif not isinstance(t, dt.datetime):
+        t = dt.datetime.fromtimestamp(t, dt.UTC)
+    return _utc(t).strftime(_MICRO_FORMAT)
 
 
 def parse_rfc3339(value: str) -> dt.datetime:

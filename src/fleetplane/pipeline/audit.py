@@ -32,7 +32,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -41,6 +40,7 @@ import orjson
 import yaml
 from prometheus_client import REGISTRY, Counter
 
+from ..apimachinery.metatime import micro_time
 from ..apimachinery.validation import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MSG
 from .user import UserInfo
 
@@ -332,11 +332,6 @@ def load_policy(path: str | Path) -> Policy:
 
 
 # -- events --------------------------------------------------------------------------------------
-
-
-def micro_time(ts: float) -> str:
-    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def is_sensitive(group: str, resource: str, subresource: str) -> bool:

@@ -31,7 +31,6 @@ import json
 import os
 import sys
 
-from ...apimachinery.metatime import NoTimeZone, parse_rfc3339
 from ._protocol import PluginError, credential_json, read_exec_info, run_plugin
 
 NAME = "fleetplane-token-file"
@@ -66,12 +65,16 @@ def _jwt_exp(token: str) -> dt.datetime:
 
 
 def _parse_time(value: str) -> dt.datetime:
+    s = value.strip()
+    if s.endswith(("Z", "z")):
+        s = s[:-1] + "+00:00"
     try:
-        return parse_rfc3339(value)
-    except NoTimeZone:
-        raise PluginError(f"--expires-at: {value!r} has no time zone") from None
+        t = dt.datetime.fromisoformat(s)
     except ValueError:
         raise PluginError(f"--expires-at: {value!r} is not an RFC 3339 timestamp") from None
+    if t.tzinfo is None:
+        raise PluginError(f"--expires-at: {value!r} has no time zone")
+    return t
 
 
 def produce(argv: list[str] | None = None) -> str:
