@@ -27,12 +27,12 @@ kube's ``pods/binding`` does.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.gofmt import go_quote
+from ..apimachinery.intstr import PERCENT
 from ..apimachinery.labels import selector_matches
 from ..apimachinery.metatime import now_rfc3339
 from ..apimachinery.quantity import Quantity, QuantityError, canonical_quantity, parse_quantity
@@ -416,31 +416,11 @@ def _canonicalize_resources(spec: Any, kind: str, version: str) -> None:
 
 # -- int-or-string ---------------------------------------------------------------------------------
 
-_PERCENT = re.compile(r"^([0-9]+)%\Z")
-
-
-def scaled_value(value: Any, total: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        m = _PERCENT.match(value)
-        if m:
-            pct = int(m.group(1))
-            q, r = divmod(pct * total, 100)
-            return q + (1 if round_up and r else 0)
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
-
-
 def _validate_int_or_percent(value: Any, path: str) -> list[FieldError]:
     if isinstance(value, int) and not isinstance(value, bool):
         return [e.invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
     if isinstance(value, str):
-        m = _PERCENT.match(value)
+        m = PERCENT.match(value)
         if m:
             if int(m.group(1)) > 100:
                 return [e.invalid(path, value, "must not be greater than 100%")]
