@@ -134,8 +134,8 @@ async def test_leading_body_is_cancelled_when_the_lease_is_taken(hubs):
     write through the other replica) stops at once with LeadershipLost."""
     from kubernetes_asyncio import client, config
 
+    from fleetplane.apimachinery.metatime import micro_time
     from fleetplane.fleet.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
-    from fleetplane.kube.times import micro_time
 
     a, b = hubs
     cfg = client.Configuration()

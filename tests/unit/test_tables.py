@@ -1,4 +1,4 @@
-"""Table responses: built-in printers, CRD printer columns, durations, JSONPath, includeObject."""
+"""Table responses: built-in printers, CRD printer columns, durations, includeObject."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fleetplane.apis import builtin_types, logical_cluster_type, workload_types
 from fleetplane.registry.printers import AGE, NAME, Column, Printer
 from fleetplane.registry.types import PrinterColumn, ResourceType
 from fleetplane.server import tables
-from fleetplane.server.tables import compile_jsonpath, human_duration, to_table
+from fleetplane.server.tables import human_duration, to_table
 
 NOW = 1_700_000_000.0
 
@@ -53,59 +53,6 @@ def test_human_duration(seconds, expected):
 
 
 # -- JSONPath -----------------------------------------------------------------------------------
-
-OBJ = {
-    "metadata": {"name": "w", "annotations": {"example.com/key": "v", "a.b": "dotted"}},
-    "spec": {"replicas": 3, "items": [{"name": "a", "n": 1}, {"name": "b", "n": 5}, {"name": "c", "n": 9}]},
-    "status": {"conditions": [
-        {"type": "Synced", "status": "False"},
-        {"type": "Ready", "status": "True", "reason": "AllGood"},
-    ]},
-}
-
-
-@pytest.mark.parametrize(("path", "expected"), [
-    (".spec.replicas", [3]),
-    ("{.spec.replicas}", [3]),
-    ("spec.replicas", [3]),
-    (".spec.missing", []),
-    (".spec.replicas.deeper", []),
-    (".spec.items[0].name", ["a"]),
-    (".spec.items[-1].name", ["c"]),
-    (".spec.items[7].name", []),
-    (".spec.items[*].name", ["a", "b", "c"]),
-    (".spec.items[0:2].name", ["a", "b"]),
-    (".spec.items[0,2].name", ["a", "c"]),
-    ('.status.conditions[?(@.type=="Ready")].status', ["True"]),
-    (".status.conditions[?(@.type=='Ready')].reason", ["AllGood"]),
-    ('.status.conditions[?(@.type!="Ready")].type', ["Synced"]),
-    ('.status.conditions[?(@.type=="Gone")].status', []),
-    (".spec.items[?(@.n > 4)].name", ["b", "c"]),
-    (".spec.items[?(@.n<=5)].name", ["a", "b"]),
-    (".status.conditions[?(@.reason)].type", ["Ready"]),
-    (".metadata.annotations['example.com/key']", ["v"]),
-    (".metadata.annotations.example\\.com/key", ["v"]),
-    (".metadata.annotations.a\\.b", ["dotted"]),
-    ("..name", ["w", "a", "b", "c"]),
-    (".spec.items.*", []),
-    (".spec.items[*].*", ["a", 1, "b", 5, "c", 9]),
-    (".metadata.*", ["w", {"example.com/key": "v", "a.b": "dotted"}]),
-])
-def test_jsonpath(path, expected):
-    got = compile_jsonpath(path)(OBJ)
-    if path == ".metadata.*":
-        assert sorted(map(str, got)) == sorted(map(str, expected))
-    else:
-        assert got == expected
-
-
-def test_jsonpath_compiles_once():
-    assert compile_jsonpath(".spec.x") is compile_jsonpath(".spec.x")
-
-
-def test_jsonpath_incompatible_comparison_is_no_result():
-    assert compile_jsonpath('.spec.items[?(@.n=="1")].name')(OBJ) == []
-
 
 # -- custom resources ------------------------------------------------------------------------------
 
@@ -157,16 +104,6 @@ def test_custom_resource_default_age_column():
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [("Name", "string"), ("Age", "date")]
     assert table["columnDefinitions"][1]["description"].startswith("CreationTimestamp")
     assert table["rows"][0]["cells"] == ["w1", "5m"]
-
-
-def test_go_print_floats():
-    assert tables.go_print(1.0) == "1"
-    assert tables.go_print(0.5) == "0.5"
-    assert tables.go_print(123456.0) == "123456"
-    assert tables.go_print(1e6) == "1e+06"
-    assert tables.go_print(1.5e-7) == "1.5e-07"
-    assert tables.go_print(False) == "false"
-    assert tables.go_print(["a", 1]) == '["a",1]'
 
 
 # -- includeObject, metadata, headers --------------------------------------------------------------

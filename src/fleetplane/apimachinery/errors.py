@@ -58,6 +58,18 @@ def invalid(path: str, value: Any, detail: str) -> FieldError:
     return FieldError("FieldValueInvalid", path, detail, value, True)
 
 
+class _LiteralInvalid(FieldError):
+    """FieldValueInvalid whose value is printed verbatim (a Go literal such as ``map[string]string{...}``)."""
+
+    def message(self) -> str:
+        return f"Invalid value: {self.bad_value}: {self.detail}" if self.detail else f"Invalid value: {self.bad_value}"
+
+
+def invalid_literal(path: str, literal: str, detail: str) -> FieldError:
+    """An Invalid value shown as ``literal`` itself, where kube prints a Go value with %#v."""
+    return _LiteralInvalid("FieldValueInvalid", path, detail, literal, True)
+
+
 def forbidden(path: str, detail: str) -> FieldError:
     return FieldError("FieldValueForbidden", path, detail)
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
+from ..apimachinery.metatime import now_rfc3339
 from ..registry import crd
-from ..registry.meta import now_rfc3339
 from ..registry.types import ResourceType, Strategy
 from ..registry.validation import validate_object_meta
 

@@ -7,51 +7,31 @@ change (Deployments also on annotation changes, as kube), status and scale subre
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
+from ..apimachinery.gofmt import go_label_selector
+from ..apimachinery.intstr import PERCENT
+from ..apimachinery.labels import format_label_selector
+from ..apimachinery.validation import validate_label_selector
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import META_FIELDS, ResourceType, ScaleSpec, Strategy
 from ..registry.validation import validate_object_meta
-from ..registry.workloads import _go_invalid, _validate_selector, go_label_selector
 from .core.podspec import canonicalize_resources, default_template, validate_template
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 #: where a Scale's ``status.selector`` comes from. ``None`` until the scale handler renders a
-#: metav1.LabelSelector object in its string form (:func:`label_selector_string`); then ".spec.selector".
+#: metav1.LabelSelector object in its string form (``str(LabelSelector)``); then ".spec.selector".
 SCALE_SELECTOR_PATH: str | None = ".spec.selector"
-
-# -- int-or-string ---------------------------------------------------------------------------------
-
-_PERCENT = re.compile(r"^([0-9]+)%\Z")
-
-
-def scaled_value(value: Any, total: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        m = _PERCENT.match(value)
-        if m:
-            pct = int(m.group(1))
-            q, r = divmod(pct * total, 100)
-            return q + (1 if round_up and r else 0)
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
-
 
 def _validate_int_or_percent(value: Any, path: str) -> list[FieldError]:
     if isinstance(value, int) and not isinstance(value, bool):
         return [e.invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
     if isinstance(value, str):
-        m = _PERCENT.match(value)
+        m = PERCENT.match(value)
         if m:
             if int(m.group(1)) > 100:
                 return [e.invalid(path, value, "must not be greater than 100%")]
@@ -116,9 +96,9 @@ class _WorkloadStrategy(Strategy):
         if sel is None:
             errs.append(e.required("spec.selector"))
         else:
-            errs += _validate_selector(sel, "spec.selector")
+            errs += validate_label_selector(sel, "spec.selector")
             if isinstance(sel, dict) and not sel.get("matchLabels") and not sel.get("matchExpressions"):
-                errs.append(_go_invalid("spec.selector", go_label_selector(sel), f"empty selector is invalid for {self.kind.lower()}"))
+                errs.append(e.invalid_literal("spec.selector", go_label_selector(sel), f"empty selector is invalid for {self.kind.lower()}"))
         errs += validate_template(spec.get("template"), "spec.template", sel)
         return errs
 
@@ -127,7 +107,7 @@ class _WorkloadStrategy(Strategy):
         new_sel = (obj.get("spec") or {}).get("selector")
         old_sel = (old.get("spec") or {}).get("selector")
         if new_sel != old_sel and new_sel is not None:
-            errs.append(_go_invalid("spec.selector", go_label_selector(new_sel), "field is immutable"))
+            errs.append(e.invalid_literal("spec.selector", go_label_selector(new_sel), "field is immutable"))
         return errs
 
 
@@ -233,9 +213,6 @@ IMAGES = Column("Images", priority=1, description="Images referenced by each con
 
 
 def _selector(selector: Any, empty: str = "<none>") -> str:
-    # label-selector formatting lives with the Table code until it moves to apimachinery
-    from ..server.tables import format_label_selector
-
     return format_label_selector(selector, empty)
 
 

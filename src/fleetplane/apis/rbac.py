@@ -16,16 +16,11 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from ..apimachinery.selectors import label_key_error, label_value_error
+from ..apimachinery.validation import dns1123_subdomain_error, path_segment_error, validate_label_selector
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import ResourceType, Strategy
-from ..registry.validation import (
-    dns_subdomain_error,
-    path_segment_error,
-    validate_labels,
-    validate_object_meta,
-)
+from ..registry.validation import validate_object_meta
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 _SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
@@ -80,41 +75,6 @@ def _validate_rules(obj: Mapping, namespaced: bool) -> list[FieldError]:
     return errs
 
 
-def validate_label_selector(sel: Any, path: str) -> list[FieldError]:
-    """metav1 ValidateLabelSelector, plus kube's "invalid label selector." when it cannot be parsed."""
-    if not isinstance(sel, Mapping):
-        return [e.invalid(path, sel, "must be an object")]
-    errs = validate_labels(sel.get("matchLabels"), f"{path}.matchLabels")
-    exprs = sel.get("matchExpressions") or []
-    if not _is_list(exprs):
-        return errs + [e.invalid(f"{path}.matchExpressions", exprs, "must be a list")]
-    for i, expr in enumerate(exprs):
-        p = f"{path}.matchExpressions[{i}]"
-        if not isinstance(expr, Mapping):
-            errs.append(e.invalid(p, expr, "must be an object"))
-            continue
-        op, values, key = expr.get("operator"), expr.get("values") or [], expr.get("key")
-        if op in ("In", "NotIn"):
-            if not values:
-                errs.append(e.required(f"{p}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif op in ("Exists", "DoesNotExist"):
-            if values:
-                errs.append(e.forbidden(f"{p}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        else:
-            errs.append(e.invalid(f"{p}.operator", op, "not a valid selector operator"))
-        why = label_key_error(key) if isinstance(key, str) else "must be a string"
-        if why:
-            errs.append(e.invalid(f"{p}.key", key, why))
-        for j, v in enumerate(values if _is_list(values) else []):
-            why = label_value_error(v) if isinstance(v, str) else "must be a string"
-            if why:
-                errs.append(e.invalid(f"{p}.values[{j}]", v, why))
-    if errs:
-        # LabelSelectorAsSelector fails too; kube reports it with the (nil) parsed selector
-        errs.append(e.invalid(path, None, "invalid label selector."))
-    return errs
-
-
 def validate_role_ref(ref: Any, kinds: tuple[str, ...]) -> list[FieldError]:
     ref = ref if isinstance(ref, Mapping) else {}
     errs: list[FieldError] = []
@@ -148,7 +108,7 @@ def validate_subject(subject: Any, namespaced: bool, path: str) -> list[FieldErr
     kind = subject.get("kind") or ""
     if kind == "ServiceAccount":
         if name:
-            why = dns_subdomain_error(name) if isinstance(name, str) else "must be a string"
+            why = dns1123_subdomain_error(name) if isinstance(name, str) else "must be a string"
             if why:
                 errs.append(e.invalid(f"{path}.name", name, why))
         if group:
@@ -206,7 +166,13 @@ class ClusterRoleStrategy(RBACStrategy):
                 errs.append(e.invalid("aggregationRule.clusterRoleSelectors", selectors, "must be a list"))
             else:
                 for i, sel in enumerate(selectors):
-                    errs += validate_label_selector(sel, f"aggregationRule.clusterRoleSelectors[{i}]")
+                    sel_path = f"aggregationRule.clusterRoleSelectors[{i}]"
+                    sel_errs = validate_label_selector(sel, sel_path)
+                    if sel_errs and isinstance(sel, Mapping) and _is_list(sel.get("matchExpressions") or []):
+                        # requirements that do not parse: LabelSelectorAsSelector fails too, and kube
+                        # reports that with the (nil) parsed selector
+                        sel_errs.append(e.invalid(sel_path, None, "invalid label selector."))
+                    errs += sel_errs
         return errs
 
 

@@ -9,23 +9,21 @@ their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. S
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 from typing import Any
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)\Z")
+from ..apimachinery.validation import DNS1123_LABEL
 
 
 def _name(value: str) -> str:
-    if len(value) > 40 or not _NAME.match(value):
+    if len(value) > 40 or not DNS1123_LABEL.match(value):
         raise argparse.ArgumentTypeError(
             f"invalid cluster name {value!r}: a lowercase RFC 1123 label of at most 40 characters (it prefixes node names)")
     return value
 
 
 def _quantity(value: str) -> str:
-    from ..registry.workloads import QuantityError, parse_quantity
+    from ..apimachinery.quantity import QuantityError, parse_quantity
 
     try:
         if parse_quantity(value) <= 0:
@@ -46,7 +44,7 @@ def _positive_int(value: str) -> int:
 
 
 def _labels(value: str) -> dict[str, str]:
-    from ..apimachinery.selectors import label_key_error, label_value_error
+    from ..apimachinery.validation import label_value_error, qualified_name_error
 
     out: dict[str, str] = {}
     for part in (p.strip() for p in value.split(",")):
@@ -55,7 +53,7 @@ def _labels(value: str) -> dict[str, str]:
         key, sep, val = part.partition("=")
         if not sep:
             raise argparse.ArgumentTypeError(f"invalid label {part!r}: expected key=value")
-        why = label_key_error(key) or label_value_error(val)
+        why = qualified_name_error(key) or label_value_error(val)
         if why:
             raise argparse.ArgumentTypeError(f"invalid label {part!r}: {why}")
         out[key] = val

@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from ..apimachinery.metatime import format_time
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
 
 
@@ -57,7 +59,7 @@ def _create(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml.safe_dump(config, sort_keys=False))
     else:
         write_kubeconfig(Path(args.output), config)
-        expires = (dt.datetime.now(dt.UTC) + args.expiration).strftime("%Y-%m-%dT%H:%M:%SZ")
+        expires = format_time(dt.datetime.now(dt.UTC) + args.expiration)
         print(f"wrote {args.output}: user {args.user!r}, groups {list(args.group or [])}, contexts {clusters}, "
               f"expires {expires}", file=sys.stderr)
     return 0

@@ -59,6 +59,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..apimachinery.metatime import parse_time
 from ..inventory import constants as ic
 from ..inventory.model import Condition
 from ..inventory.status import StatusWriter, WriteError
@@ -66,7 +67,6 @@ from ..kube.client import ApiError, Client, ClientBuildError, Unreachable
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, cluster_key
 from ..kube.kubeconfig import ApiTarget, KubeconfigError, hub_base, parse_kubeconfig
-from ..kube.times import parse_time
 from . import cluster_inventory as inv
 from . import identities
 from .cluster_cleanup import delete_synced_objects, release_hub_objects

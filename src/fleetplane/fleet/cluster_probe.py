@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ..apimachinery.quantity import Quantity, parse_quantity
 from ..kube.client import ApiError, Client, Unreachable
-from ..registry.workloads import parse_quantity
 
 __all__ = ["ClusterReport", "format_cores", "probe_cluster"]
 
@@ -145,7 +145,7 @@ async def probe_cluster(client: Client, *, details: bool = True, previous: Clust
 async def _details(client: Client, r: ClusterReport) -> None:
     try:
         nodes = await client.request("GET", "/api/v1/nodes")
-        cpu = mem = pods = Decimal(0)
+        cpu = mem = pods = Quantity(0)
         items = nodes.get("items") or []
         for node in items:
             alloc = (node.get("status") or {}).get("allocatable") or {}
@@ -156,7 +156,7 @@ async def _details(client: Client, r: ClusterReport) -> None:
             except ValueError:
                 continue
         r.nodes = len(items)
-        r.allocatable = {"cpu": format_cores(cpu), "memory": str(int(mem)), "pods": str(int(pods))}
+        r.allocatable = {"cpu": format_cores(cpu.as_dec()), "memory": str(int(mem.number)), "pods": str(int(pods.number))}
     except (ApiError, AttributeError):
         r.allocatable, r.nodes = None, None  # no Nodes served (or not readable): no capacity properties
     try:

@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
+from ..apimachinery.metatime import micro_time
 from ..kube.client import Client
 from ..kube.kubeconfig import hub_base, in_cluster_kubeconfig, parse_kubeconfig
-from ..kube.times import micro_time
 from . import identities
 from .cluster_cleanup import delete_synced_objects
 from .cluster_controller import (

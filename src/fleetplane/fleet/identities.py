@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..apimachinery.validation import is_dns1123_label, is_label_value
 from ..inventory import constants as ic
 from ..kube.client import ApiError, Client
 from .cluster_crd import GROUP as CLUSTER_GROUP
@@ -103,8 +104,6 @@ _WATCH_VERBS = ("list", "watch")
 #: metadata/status/retained-field patches -- never create, update or delete
 _SYNC_VERBS = ("get", "list", "watch", "patch")
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 # -- building blocks ---------------------------------------------------------------------------
@@ -255,7 +254,7 @@ def syncer_service_account(cluster_name: str) -> str:
     if not cluster_name:
         raise ValueError("cluster_name is required")
     name = f"fleetplane-syncer-{cluster_name}"
-    if len(name) <= 63 and _DNS_LABEL.match(name):
+    if is_dns1123_label(name):
         return name
     digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:10]
     stem = re.sub(r"[^a-z0-9-]+", "-", cluster_name.lower())
@@ -269,7 +268,7 @@ def syncer_lease_name(cluster_name: str) -> str:
 
 
 def _label_value(value: str) -> str:
-    if len(value) <= 63 and _LABEL_VALUE.match(value):
+    if is_label_value(value):
         return value
     return f"{value[:40].strip('.-_')}-{hashlib.sha256(value.encode()).hexdigest()[:10]}"
 

@@ -40,7 +40,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..kube.times import micro_time
+from ..apimachinery.metatime import micro_time
 
 log = logging.getLogger(__name__)
 

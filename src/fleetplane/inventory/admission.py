@@ -30,12 +30,12 @@ ratchet.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
+from ..apimachinery.validation import is_label_value
 from .constants import (
     CLUSTERSET_LABELS,
     LABEL_CLUSTER_MANAGER,
@@ -45,7 +45,6 @@ from .credentials import find_credentials
 
 __all__ = ["admit", "clusterset_of_namespace", "validate"]
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _KEP = "KEP-4322"
 
 
@@ -79,7 +78,7 @@ def _manager_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         return []  # the schema reports a missing or mistyped name
     if not name:
         return [e.required("spec.clusterManager.name", f"the cluster manager's name is required ({_KEP})")]
-    if len(name) > 63 or not _LABEL_VALUE.match(name):
+    if not is_label_value(name):
         return [e.invalid("spec.clusterManager.name", name,
                           f"must be a valid label value (at most 63 characters, alphanumerics, '-', '_' or '.', "
                           f"starting and ending with an alphanumeric), because the {LABEL_CLUSTER_MANAGER} label "
@@ -164,6 +163,6 @@ def admit(obj: dict, old: dict | None, namespace_labels: dict[str, str]) -> list
     if isinstance(name, str) and name and isinstance(meta, dict):
         labels = meta.get("labels")
         if not isinstance(labels, Mapping) or LABEL_CLUSTER_MANAGER not in labels:
-            if len(name) <= 63 and _LABEL_VALUE.match(name):
+            if is_label_value(name):
                 meta["labels"] = {**(labels if isinstance(labels, Mapping) else {}), LABEL_CLUSTER_MANAGER: name}
     return validate(obj, old, namespace_labels)

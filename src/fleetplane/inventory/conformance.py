@@ -22,10 +22,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..apimachinery.metatime import parse_time
+from ..apimachinery.validation import is_label_value
 from .admission import clusterset_of_namespace
 from .constants import (
     CLUSTERSET_LABELS,
@@ -66,7 +67,6 @@ RULES: dict[str, tuple[bool, str]] = {
     "unique-member": (False, "no other profile in the namespace represents the same member cluster"),
 }
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _CONDITION_TYPE = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
 _REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\Z")
@@ -88,13 +88,7 @@ class Result:
 
 
 def _rfc3339(s: Any) -> bool:
-    if not isinstance(s, str):
-        return False
-    try:
-        datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return "T" in s
+    return isinstance(s, str) and "T" in s and parse_time(s) is not None
 
 
 # -- the resource ---------------------------------------------------------------------------------
@@ -134,7 +128,7 @@ def _manager_name(p: Mapping[str, Any], subject: str) -> Result:
     name = ((p.get("spec") or {}).get("clusterManager") or {}).get("name")
     if not isinstance(name, str) or not name:
         return Result(FAIL, subject, "manager-name", "spec.clusterManager.name is not set")
-    if len(name) > 63 or not _LABEL_VALUE.match(name):
+    if not is_label_value(name):
         return Result(FAIL, subject, "manager-name",
                       f'spec.clusterManager.name "{name}" is not a valid label value, so no label can equal it')
     return Result(PASS, subject, "manager-name", f'cluster manager "{name}"')

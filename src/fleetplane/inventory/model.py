@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
+from ..apimachinery import metatime
 from .constants import (
     API_VERSION,
     CLUSTERSET_LABELS,
@@ -76,11 +77,7 @@ def utcnow() -> datetime:
 
 def format_time(t: datetime | str) -> str:
     """metav1.Time on the wire: RFC 3339 in UTC, whole seconds (``2023-05-08T07:56:55Z``)."""
-    if isinstance(t, str):
-        return t
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t if isinstance(t, str) else metatime.format_time(t)
 
 
 def _wire(key: str, kind: type | None = None, many: bool = False) -> Any:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..apimachinery.errors import StatusError
-from ..apimachinery.selectors import LabelSelector
+from ..apimachinery.labels import LabelSelector
 from .constants import PROPERTY_LOCATION, PROPERTY_REGION, PROPERTY_ZONE
 from .model import ClusterProfile
 

@@ -17,9 +17,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..apimachinery.metatime import now_rfc3339
 from .client import ApiError, Client
 from .informer import logical_cluster_of
-from .times import now_rfc3339
 
 __all__ = ["EventRecorder"]
 

@@ -27,13 +27,11 @@ import json
 import logging
 import os
 import queue
-import re
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -42,6 +40,8 @@ import orjson
 import yaml
 from prometheus_client import REGISTRY, Counter
 
+from ..apimachinery.metatime import micro_time
+from ..apimachinery.validation import DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MSG
 from .user import UserInfo
 
 log = logging.getLogger(__name__)
@@ -195,11 +195,6 @@ class Policy:
 
 # -- loading, with kube's validation messages (apis/audit/validation) ----------------------------
 
-_DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_RE = re.compile(f"^{_DNS1123_SUBDOMAIN}$")
-_DNS1123_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                f"validation is '{_DNS1123_SUBDOMAIN}')")
 _STAGES = ",".join(s.value for s in Stage)
 _RULE_FIELDS = {"level", "users", "userGroups", "verbs", "resources", "namespaces", "nonResourceURLs",
                 "omitStages", "omitManagedFields"}
@@ -271,7 +266,7 @@ def _rule(doc: Any, path: str, errs: list[str], unknown: list[str]) -> PolicyRul
         res = _strings(gr.get("resources"), f"{path}.resources[{i}].resources")
         if group and group != "*":
             msgs = (["must be no more than 253 characters"] if len(group) > 253 else []) + \
-                   ([_DNS1123_MSG] if not _DNS1123_RE.match(group) else [])
+                   ([DNS1123_SUBDOMAIN_MSG] if not DNS1123_SUBDOMAIN.match(group) else [])
             if msgs:  # kube's path has no index here
                 errs.append(f"{path}.resources.group: Invalid value: {_quote(group)}: {','.join(msgs)}")
         if names and not res:
@@ -337,11 +332,6 @@ def load_policy(path: str | Path) -> Policy:
 
 
 # -- events --------------------------------------------------------------------------------------
-
-
-def micro_time(ts: float) -> str:
-    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def is_sensitive(group: str, resource: str, subresource: str) -> bool:

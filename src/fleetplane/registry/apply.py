@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplane.apimachinery.errors import StatusError, bad_request
+from fleetplane.apimachinery.jsonvalue import MISSING, json_equal
 from fleetplane.registry.definitions import metadata_only
 from fleetplane.registry.patch import PatchMeta
 
@@ -87,7 +88,6 @@ _SERVER_METADATA = frozenset(
 )
 _NOT_APPLIABLE_METADATA = _SERVER_METADATA - {"name", "namespace", "generateName"}
 
-_MISSING: Any = object()
 
 
 # --------------------------------------------------------------------------------------------
@@ -417,22 +417,12 @@ def compare_fields(
     return added, modified, removed
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return False
-    return a == b
 
 
 def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: set, R: set) -> None:  # noqa: E741
-    if l is r or (type(l) is type(r) and l == r and _json_equal(l, r)):
+    if l is r or (type(l) is type(r) and l == r and json_equal(l, r)):
         return  # an unchanged subtree (most of an object on an update): nothing to walk
-    lmiss, rmiss = l is _MISSING, r is _MISSING
+    lmiss, rmiss = l is MISSING, r is MISSING
     if (lmiss or isinstance(l, dict)) and (rmiss or isinstance(r, dict)):
         lm = {} if lmiss else l
         rm = {} if rmiss else r
@@ -440,7 +430,7 @@ def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: se
             _leaf(l, r, path, A, M, R)
             return
         for k in dict.fromkeys([*lm, *rm]):
-            _cmp(lm.get(k, _MISSING), rm.get(k, _MISSING), path + ("f:" + k,), fpath + (k,), lt, A, M, R)
+            _cmp(lm.get(k, MISSING), rm.get(k, MISSING), path + ("f:" + k,), fpath + (k,), lt, A, M, R)
         _node(lmiss, rmiss, path, A, R)
         return
     if (lmiss or isinstance(l, list)) and (rmiss or isinstance(r, list)):
@@ -452,15 +442,15 @@ def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: se
             return
         li, ri = _indexed(ll, kind, keys), _indexed(rl, kind, keys)
         for pe in dict.fromkeys([*li, *ri]):
-            _cmp(li.get(pe, _MISSING), ri.get(pe, _MISSING), path + (pe,), fpath, lt, A, M, R)
+            _cmp(li.get(pe, MISSING), ri.get(pe, MISSING), path + (pe,), fpath, lt, A, M, R)
         _node(lmiss, rmiss, path, A, R)
         return
     if not lmiss and not rmiss and (isinstance(l, (dict, list)) or isinstance(r, (dict, list))):
         # The value changed shape: the old subtree went away and the new one appeared.
         if isinstance(l, (dict, list)):
-            _cmp(l, _MISSING, path, fpath, lt, A, M, R)
+            _cmp(l, MISSING, path, fpath, lt, A, M, R)
         if isinstance(r, (dict, list)):
-            _cmp(_MISSING, r, path, fpath, lt, A, M, R)
+            _cmp(MISSING, r, path, fpath, lt, A, M, R)
         if path:
             M.add(path)
         return
@@ -470,11 +460,11 @@ def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: se
 def _leaf(l: Any, r: Any, path: Path, A: set, M: set, R: set) -> None:  # noqa: E741
     if not path:
         return
-    if l is _MISSING:
+    if l is MISSING:
         A.add(path)
-    elif r is _MISSING:
+    elif r is MISSING:
         R.add(path)
-    elif not _json_equal(l, r):
+    elif not json_equal(l, r):
         M.add(path)
 
 
@@ -1059,7 +1049,7 @@ def server_side_apply(
             entry.fields -= changed
             entry.fields -= gone
 
-    if me.time is None or not _json_equal(live_obj, merged):
+    if me.time is None or not json_equal(live_obj, merged):
         me.time = now
     if manager == "kubectl":
         _sync_last_applied(merged, config)

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
+from ..apimachinery.validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .types import META_FIELDS, FieldGetter, PrinterColumn, ResourceType, ScaleSpec, Strategy, field_getter
-from .validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 #: Kubernetes' API groups without a dot: CRDs may claim them, so that a physical cluster's

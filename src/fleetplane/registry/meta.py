@@ -1,32 +1,14 @@
-"""Server-owned metadata: uids, timestamps, generated names, the cluster annotation."""
+"""Server-owned metadata: uids, generated names, the cluster annotation (timestamps:
+:mod:`fleetplane.apimachinery.metatime`)."""
 
 from __future__ import annotations
 
 import os
 import random
-import time
 import uuid
-from datetime import UTC, datetime
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-
-_stamp: tuple[int, str] = (0, "")
-
-
-def now_rfc3339() -> str:
-    """RFC 3339 in whole seconds with Z, as Go's metav1.Time marshals (formatted once a second)."""
-    global _stamp
-    second = int(time.time())
-    if _stamp[0] != second:
-        _stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-    return _stamp[1]
-
-
-def now_micro() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 _random = bytearray()
 
@@ -44,13 +26,3 @@ def new_uid() -> str:
 def generate_name(prefix: str) -> str:
     """generateName + 5 random characters, the prefix cut to 58 (apiserver/pkg/storage/names)."""
     return prefix[:58] + "".join(random.choices(_NAME_CHARS, k=5))
-
-
-def parse_time(value: str) -> float | None:
-    try:
-        return datetime.strptime(value.replace(".000000", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except (ValueError, AttributeError, TypeError):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except (ValueError, AttributeError, TypeError):
-            return None

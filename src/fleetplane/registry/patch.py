@@ -20,7 +20,6 @@ All functions are pure: they never mutate their inputs and return new objects.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import jsonpatch
 
 from fleetplane.apimachinery.errors import StatusError, bad_request, too_large, unprocessable
+from fleetplane.apimachinery.jsonvalue import json_key
 
 __all__ = [
     "EMPTY_PATCH_META",
@@ -163,24 +163,8 @@ def _go_type(v: Any) -> str:
     return "null"
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: ``true`` is not ``1`` (Python says it is), ``1`` is ``1.0``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return False
-    return a == b
 
 
-def _hkey(v: Any) -> str:
-    """A hashable identity for a JSON value (list elements, merge-key values)."""
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
 def _go_repr(v: Any) -> str:
@@ -349,8 +333,8 @@ def _smp_map(original: dict, patch: dict, meta: PatchMeta) -> dict | _Deleted:
                 raise bad_request(_ERR_PRIMITIVE)
             current = original.get(name)
             if isinstance(current, list):
-                doomed = {_hkey(v) for v in value}
-                original[name] = [v for v in current if _hkey(v) not in doomed]
+                doomed = {json_key(v) for v in value}
+                original[name] = [v for v in current if json_key(v) not in doomed]
             continue
         if value is None:
             original.pop(key, None)
@@ -416,8 +400,8 @@ def _item_key(item: Any, merge_key: str) -> str:
     if merge_key:
         if not isinstance(item, dict):
             raise _cannot_apply(f"expected a map, but received a {_go_type(item)}")
-        return _hkey(item.get(merge_key))
-    return _hkey(item)
+        return json_key(item.get(merge_key))
+    return json_key(item)
 
 
 def _apply_set_element_order(original: dict, patch: dict, meta: PatchMeta) -> None:
@@ -558,9 +542,9 @@ def _smp_list_of_scalars(original: list, patch: list) -> list:
     merged = _dedupe(items if replace else [*original, *items])
     if replace:
         return merged
-    patch_keys = {_hkey(i) for i in items}
-    from_patch = [m for m in merged if _hkey(m) in patch_keys]
-    server_only = [m for m in merged if _hkey(m) not in patch_keys]
+    patch_keys = {json_key(i) for i in items}
+    from_patch = [m for m in merged if json_key(m) in patch_keys]
+    server_only = [m for m in merged if json_key(m) not in patch_keys]
     return _interleave(server_only, _sort_by(from_patch, items, ""), original, "")
 
 
@@ -568,7 +552,7 @@ def _dedupe(items: list) -> list:
     seen: set[str] = set()
     out = []
     for item in items:
-        k = _hkey(item)
+        k = json_key(item)
         if k not in seen:
             seen.add(k)
             out.append(item)
@@ -593,8 +577,8 @@ def _smp_list_of_maps(original: list, patch: list, meta: PatchMeta) -> list:
         if directive == "delete":
             if key not in item:
                 raise _cannot_apply(f"map: {_go_repr(item)} does not contain declared merge key: {key}")
-            doomed = _hkey(item[key])
-            current = [c for c in current if not (key in c and _hkey(c[key]) == doomed)]
+            doomed = json_key(item[key])
+            current = [c for c in current if not (key in c and json_key(c[key]) == doomed)]
         elif directive == "replace":
             replace = True
         elif directive == "merge":
@@ -609,9 +593,9 @@ def _smp_list_of_maps(original: list, patch: list, meta: PatchMeta) -> list:
     for item in elements:
         if key not in item:
             raise _cannot_apply(f"map: {_go_repr(item)} does not contain declared merge key: {key}")
-        wanted = _hkey(item[key])
+        wanted = json_key(item[key])
         for idx, cur in enumerate(current):
-            if key in cur and _hkey(cur[key]) == wanted:
+            if key in cur and json_key(cur[key]) == wanted:
                 merged = _smp_map(cur, item, meta)
                 current[idx] = {key: cur[key]} if merged is _DELETED else merged
                 break
@@ -620,9 +604,9 @@ def _smp_list_of_maps(original: list, patch: list, meta: PatchMeta) -> list:
             if fresh is not _DELETED:
                 current.append(fresh)
 
-    patch_keys = [_hkey(e[key]) for e in elements]
-    from_patch = [c for c in current if _hkey(c.get(key)) in patch_keys]
-    server_only = [c for c in current if _hkey(c.get(key)) not in patch_keys]
-    from_patch.sort(key=lambda c: patch_keys.index(_hkey(c.get(key))))
+    patch_keys = [json_key(e[key]) for e in elements]
+    from_patch = [c for c in current if json_key(c.get(key)) in patch_keys]
+    server_only = [c for c in current if json_key(c.get(key)) not in patch_keys]
+    from_patch.sort(key=lambda c: patch_keys.index(json_key(c.get(key))))
     server_only = _sort_by(server_only, original, key)
     return _interleave(server_only, from_patch, original, key)

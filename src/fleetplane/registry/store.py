@@ -18,7 +18,9 @@ import orjson
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError, StatusError
-from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..apimachinery.fields import FieldSelector
+from ..apimachinery.labels import LabelSelector
+from ..apimachinery.metatime import now_rfc3339
 from ..pipeline.admission.chain import CREATE, DELETE, UPDATE, Chain
 from ..pipeline.admission.chain import Request as AdmissionRequest
 from ..pipeline.user import UserInfo
@@ -34,7 +36,7 @@ from ..storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
 from . import apply as ssa
 from . import patch as patching
 from .decode import check_delete_options, check_object_meta, drop_nulls
-from .meta import CLUSTER_ANNOTATION, generate_name, new_uid, now_rfc3339
+from .meta import CLUSTER_ANNOTATION, generate_name, new_uid
 from .types import ResourceType
 from .validation import validate_object_meta
 

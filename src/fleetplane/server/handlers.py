@@ -13,12 +13,12 @@ import orjson
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
-from ..apimachinery.selectors import FieldSelector, LabelSelector
+from ..apimachinery.fields import FieldSelector
+from ..apimachinery.labels import LabelSelector, format_label_selector
 from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
-from ..registry.workloads import label_selector_string
 from . import codec, tables
 from .filters import request_verb
 from .http import Request, respond, respond_json
@@ -349,7 +349,7 @@ class ResourceHandler:
         if rt.scale.label_selector_path:
             sel = _get_path(obj, rt.scale.label_selector_path)
             if sel is not None:
-                status["selector"] = sel if isinstance(sel, str) else label_selector_string(sel)
+                status["selector"] = sel if isinstance(sel, str) else format_label_selector(sel, empty="")
         spec_replicas = _get_path(obj, rt.scale.spec_replicas_path)
         return {"kind": "Scale", "apiVersion": "autoscaling/v1",
                 "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},

@@ -29,12 +29,14 @@ from typing import Any
 
 import orjson
 
-from ..apis.apps import POD_TEMPLATE_HASH, REVISION_ANNOTATION, scaled_value
+from ..apimachinery.intstr import scaled_value
+from ..apimachinery.labels import selector_matches
+from ..apis.apps import POD_TEMPLATE_HASH, REVISION_ANNOTATION
 from ..kube.client import ApiError, Client, api_path
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
 from ..kube.workqueue import WorkQueue, run_workers
-from .util import controller_ref, get_condition, meta, now, owner_ref, parse_time, selector_matches
+from .util import controller_ref, get_condition, meta, now, owner_ref, parse_time
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import math
 import uuid
 from dataclasses import dataclass, field
 
+from ..apimachinery.quantity import canonical_quantity
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
-from ..registry.workloads import canonical_quantity
 from .util import now
 
 log = logging.getLogger(__name__)

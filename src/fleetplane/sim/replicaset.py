@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any
 
+from ..apimachinery.labels import selector_matches
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
@@ -30,7 +31,6 @@ from .util import (
     pod_is_active,
     pod_is_available,
     pod_is_ready,
-    selector_matches,
 )
 
 log = logging.getLogger(__name__)

@@ -28,11 +28,11 @@ import collections
 import logging
 from typing import Any
 
+from ..apimachinery.quantity import QuantityError, int_value, milli_value
 from ..kube.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Client, api_path
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
 from ..kube.workqueue import WorkQueue, run_workers
-from ..registry.workloads import QuantityError, int_value, milli_value
 from .util import controller_ref, get_condition, meta, now, pod_is_terminal
 
 log = logging.getLogger(__name__)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ..kube.times import micro_time as now_micro
-from ..kube.times import now_rfc3339 as now
-from ..kube.times import parse_time
-from ..registry.workloads import selector_matches
+from ..apimachinery.metatime import micro_time as now_micro
+from ..apimachinery.metatime import now_rfc3339 as now
+from ..apimachinery.metatime import parse_time
 
-__all__ = ["now", "now_micro", "parse_time", "selector_matches"]
+__all__ = ["now", "now_micro", "parse_time"]
 
 
 def meta(obj: dict) -> dict:

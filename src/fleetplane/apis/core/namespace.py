@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from ...apimachinery.errors import FieldError
+from ...apimachinery.validation import dns1123_label_error
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, field_getter
-from ...registry.validation import dns_label_error, validate_object_meta
+from ...registry.validation import validate_object_meta
 from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 
@@ -33,7 +34,7 @@ class NamespaceStrategy(CoreStrategy):
         return new
 
     def validate(self, obj: dict) -> list[FieldError]:
-        return validate_object_meta(obj, namespaced=False, name_error=dns_label_error)
+        return validate_object_meta(obj, namespaced=False, name_error=dns1123_label_error)
 
 
 def _namespace_cells(o: dict, clock: Clock) -> list:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.quantity import QuantityError, canonical_quantity
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, Strategy, bool_field_getter
 from ...registry.validation import validate_object_meta
-from ...registry.workloads import QuantityError, canonical_quantity
 from .base import DEFINITIONS, PROTOBUF
 from .podspec import TAINT_EFFECTS
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.metatime import now_rfc3339
+from ...apimachinery.quantity import QuantityError
 from ...registry import printers as pr
-from ...registry.meta import now_rfc3339
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, Strategy, bool_field_getter, field_getter
 from ...registry.validation import validate_object_meta
-from ...registry.workloads import QuantityError
 from .base import DEFINITIONS, PROTOBUF
 from .podspec import (
     canonicalize_resources,

@@ -4,20 +4,14 @@ templates of Deployments and ReplicaSets): ``pkg/apis/core/v1/defaults.go`` and
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
-from ...registry.validation import dns_label_error, dns_subdomain_error, validate_labels
-from ...registry.workloads import (
-    QuantityError,
-    _go_invalid,
-    canonical_quantity,
-    go_string_map,
-    parse_quantity,
-    selector_matches,
-)
+from ...apimachinery.gofmt import go_string_map
+from ...apimachinery.labels import selector_matches
+from ...apimachinery.quantity import Quantity, QuantityError, canonical_quantity, parse_quantity
+from ...apimachinery.validation import dns1123_label_error, dns1123_subdomain_error, validate_labels
 
 # -- pod spec defaulting -------------------------------------------------------------------------
 
@@ -120,8 +114,8 @@ def requests_from_limits(spec: dict) -> None:
 
 def qos_class(spec: dict) -> str:
     """``qos.GetPodQOS``: Guaranteed, Burstable or BestEffort from cpu and memory requests/limits."""
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
     guaranteed = True
     any_set = False
     for key in ("containers", "initContainers"):
@@ -132,11 +126,11 @@ def qos_class(spec: dict) -> str:
             for k, v in creq.items():
                 if v != 0:
                     any_set = True
-                    requests[k] = requests.get(k, Decimal(0)) + v
+                    requests[k] = requests.get(k, Quantity(0)) + v
             for k, v in clim.items():
                 if v != 0:
                     any_set = True
-                    limits[k] = limits.get(k, Decimal(0)) + v
+                    limits[k] = limits.get(k, Quantity(0)) + v
             if set(clim) != {"cpu", "memory"}:
                 guaranteed = False
     if not any_set:
@@ -162,7 +156,7 @@ def _validate_resources(res: Any, path: str) -> list[FieldError]:
         return errs
     if not isinstance(res, dict):
         return [e.invalid(path, res, "must be an object")]
-    parsed: dict[str, dict[str, Decimal]] = {}
+    parsed: dict[str, dict[str, Quantity]] = {}
     for part in ("limits", "requests"):
         values = res.get(part) or {}
         if not isinstance(values, dict):
@@ -212,8 +206,8 @@ def _validate_containers(containers: Any, path: str, names: set[str], *, require
         name = c.get("name")
         if not name:
             errs.append(e.required(f"{p}.name"))
-        elif not isinstance(name, str) or dns_label_error(name):
-            errs.append(e.invalid(f"{p}.name", name, dns_label_error(str(name)) or "must be a string"))
+        elif not isinstance(name, str) or dns1123_label_error(name):
+            errs.append(e.invalid(f"{p}.name", name, dns1123_label_error(str(name)) or "must be a string"))
         elif name in names:
             errs.append(e.duplicate(f"{p}.name", name))
         else:
@@ -244,7 +238,7 @@ def _validate_containers(containers: Any, path: str, names: set[str], *, require
                 errs.append(e.duplicate(f"{pp}", f"{cp}/{proto}"))
             seen_ports.add((cp, proto))
             pname = port.get("name")
-            if pname and (not isinstance(pname, str) or len(pname) > 15 or dns_label_error(pname)):
+            if pname and (not isinstance(pname, str) or len(pname) > 15 or dns1123_label_error(pname)):
                 errs.append(e.invalid(f"{pp}.name", pname, "must be no more than 15 characters"
                                       if isinstance(pname, str) and len(pname) > 15 else "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"))
         for j, env in enumerate(c.get("env") or []):
@@ -279,8 +273,8 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
     if ads is not None and (not isinstance(ads, int) or ads <= 0):
         errs.append(e.invalid(f"{path}.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"))
     node_name = spec.get("nodeName")
-    if node_name and (not isinstance(node_name, str) or dns_subdomain_error(node_name)):
-        errs.append(e.invalid(f"{path}.nodeName", node_name, dns_subdomain_error(str(node_name)) or "must be a string"))
+    if node_name and (not isinstance(node_name, str) or dns1123_subdomain_error(node_name)):
+        errs.append(e.invalid(f"{path}.nodeName", node_name, dns1123_subdomain_error(str(node_name)) or "must be a string"))
     sel = spec.get("nodeSelector")
     if sel is not None:
         errs += validate_labels(sel, f"{path}.nodeSelector")
@@ -303,8 +297,8 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
         vname = v.get("name") if isinstance(v, dict) else None
         if not vname:
             errs.append(e.required(f"{p}.name"))
-        elif dns_label_error(str(vname)):
-            errs.append(e.invalid(f"{p}.name", vname, dns_label_error(str(vname)) or ""))
+        elif dns1123_label_error(str(vname)):
+            errs.append(e.invalid(f"{p}.name", vname, dns1123_label_error(str(vname)) or ""))
         elif vname in vol_names:
             errs.append(e.duplicate(f"{p}.name", vname))
         else:
@@ -321,7 +315,7 @@ def validate_template(template: Any, path: str, selector: Any) -> list[FieldErro
     errs += validate_labels(labels, f"{path}.metadata.labels")
     if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")):
         if not selector_matches(selector, labels):
-            errs.append(_go_invalid(f"{path}.metadata.labels", go_string_map(labels), "`selector` does not match template `labels`"))
+            errs.append(e.invalid_literal(f"{path}.metadata.labels", go_string_map(labels), "`selector` does not match template `labels`"))
     errs += validate_pod_spec(template.get("spec"), f"{path}.spec", template=True)
     return errs
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ...apimachinery.metatime import parse_time
+from ...apimachinery.quantity import QuantityError, parse_quantity
 from ...inventory import constants as ic
-from ...kube.times import parse_time
-from ...registry.workloads import QuantityError, parse_quantity
 
 __all__ = ["ANNOTATION_TAINTS", "PROPERTY_TAINTS", "RESOURCES", "ClusterInfo", "Taint", "parse_taints", "parse_time"]
 

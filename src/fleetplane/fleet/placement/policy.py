@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from ...apimachinery.errors import StatusError
-from ...apimachinery.selectors import LabelSelector
+from ...apimachinery.labels import LabelSelector
 from ...inventory.selection import PropertyRequirement, parse_property_selector
 
 __all__ = [

@@ -38,12 +38,12 @@ import contextlib
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...apimachinery.validation import is_label_value
 from ...inventory import constants as ic
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client, api_path
 from ...kube.events import EventRecorder
@@ -85,7 +85,6 @@ COMPONENT = "fleetplane-splitter"
 #: parent annotations never copied to children
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
                ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 DEPLOYMENTS = ("apps", "v1", "deployments")
 ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name
@@ -625,7 +624,7 @@ class _Reconcile:
     def _child_meta(self, cluster: str, spec_hash: str) -> tuple[dict, dict]:
         labels = {k: v for k, v in (self.md.get("labels") or {}).items()}
         labels[LABEL_CLUSTER] = cluster
-        labels[LABEL_OWNED_BY] = self.name if len(self.name) <= 63 and _LABEL_VALUE.match(self.name) else _hash(self.name)
+        labels[LABEL_OWNED_BY] = self.name if is_label_value(self.name) else _hash(self.name)
         ann = {k: v for k, v in (self.md.get("annotations") or {}).items() if k not in _NOT_COPIED}
         ann[ANNOTATION_SPEC_HASH] = spec_hash
         return labels, ann

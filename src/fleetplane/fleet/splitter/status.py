@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...kube.times import now_rfc3339
+from ...apimachinery.metatime import now_rfc3339
 
 __all__ = ["COUNTERS", "child_counts", "condition", "merge_condition", "now_rfc3339"]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import re
+
+from ...apimachinery.validation import QUALIFIED_NAME, is_label_value
 
 #: on hub objects: the physical cluster an object is for (the 2021 prototype's contract)
 CLUSTER_LABEL = "kcp.dev/cluster"
@@ -47,8 +48,6 @@ HUB_ONLY_ANNOTATIONS = frozenset({
     "kubectl.kubernetes.io/last-applied-configuration",
 })
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 
 
 def _short_hash(s: str, n: int = 10) -> str:
@@ -58,7 +57,7 @@ def _short_hash(s: str, n: int = 10) -> str:
 def label_value(logical_cluster: str) -> str:
     """A label value naming a logical cluster (':' -> '.', hashed when too long)."""
     v = logical_cluster.replace(":", ".")
-    if len(v) <= 63 and _LABEL_VALUE.match(v):
+    if is_label_value(v):
         return v
     return f"{v[:40].strip('.-_')}-{_short_hash(logical_cluster)}"
 
@@ -66,7 +65,7 @@ def label_value(logical_cluster: str) -> str:
 def qualified_suffix(prefix: str, name: str) -> str:
     """``prefix + name`` as a valid qualified name (the part after '/' at most 63 characters)."""
     tail = prefix.split("/", 1)[1] + name
-    if len(tail) <= 63 and _NAME.match(tail):
+    if len(tail) <= 63 and QUALIFIED_NAME.match(tail):
         return prefix + name
     keep = 63 - len(prefix.split("/", 1)[1]) - 11
     return f"{prefix}{name[:max(keep, 1)].strip('.-_')}-{_short_hash(name)}"

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ...apimachinery.metatime import now_rfc3339
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client
 from ...kube.informer import Informer
 from ...kube.informer import NamespacedKey as Key
-from ...kube.times import now_rfc3339
 from ...kube.workqueue import WorkQueue, run_workers
 from . import constants as C
 from .discovery import ApiResource

@@ -34,9 +34,9 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.validation import dns1123_subdomain_error
 from ...registry.schema.cel import escape_cel_property
 from ...registry.schema.cellib import code_segments
-from ...registry.validation import dns_subdomain_error
 from ..user import CREDENTIAL_ID, UserInfo
 from .errors import AuthenticationError
 
@@ -576,7 +576,7 @@ def _domain_prefixed_path(path: str, key: str) -> list[FieldError]:
     if not sep or not host or not rest:
         return [e.invalid(path, key, 'must be a domain-prefixed path (such as "acme.io/foo")')]
     errs = []
-    why = dns_subdomain_error(host)
+    why = dns1123_subdomain_error(host)
     if why:
         errs.append(e.invalid(path, host, why))
     if not _HTTP_PATH.match(rest):

@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.utils import base64url_encode
 
 from ...apimachinery import errors as e
+from ...apimachinery.metatime import parse_time
 from ..user import CLUSTER_EXTRA, CREDENTIAL_ID, SA_PREFIX, UserInfo, service_account_user
 from .errors import AuthenticationError, ReferenceMissing
 
@@ -443,11 +444,8 @@ def _deleted_before(obj: dict, when: float) -> bool:
     ts = (obj.get("metadata") or {}).get("deletionTimestamp")
     if not ts:
         return False
-    try:
-        t = datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return True
-    return t < when
+    t = parse_time(ts)
+    return t is None or t < when
 
 
 def _uid(obj: dict) -> str:

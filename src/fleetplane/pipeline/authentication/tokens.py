@@ -12,11 +12,11 @@ ServiceAccount is missing; here its creation is refused).
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.metatime import format_time, now_rfc3339
 from ...storage import keys
 from ..admission.chain import CREATE, UPDATE, BasePlugin, Request
 from ..user import UserInfo
@@ -47,10 +47,6 @@ class CacheLookup:
 
     def secret(self, cluster: str, namespace: str, name: str) -> dict | None:
         return self._get("secrets", cluster, namespace, name)
-
-
-def _rfc3339(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class CatchingUp:
@@ -94,9 +90,9 @@ class TokenRequestStorage:
         spec: dict[str, Any] = {"audiences": audiences or self.issuer.api_audiences(ctx.cluster), "expirationSeconds": seconds}
         if ref:
             spec["boundObjectRef"] = ref
-        meta = {"name": name, "namespace": ctx.namespace, "creationTimestamp": _rfc3339(datetime.now(UTC))}
+        meta = {"name": name, "namespace": ctx.namespace, "creationTimestamp": now_rfc3339()}
         return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": meta, "spec": spec,
-                "status": {"token": token, "expirationTimestamp": _rfc3339(expires)}}
+                "status": {"token": token, "expirationTimestamp": format_time(expires)}}
 
 
 class TokenSecrets(BasePlugin):

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ...apimachinery.selectors import LabelSelector
+from ...apimachinery.labels import LabelSelector
 from ..user import UserInfo
 from . import bootstrap
 from .attributes import Attributes, Decision, Result

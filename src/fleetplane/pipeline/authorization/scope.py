@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery.errors import FieldError, StatusError
-from ...apimachinery.selectors import LabelSelector
+from ...apimachinery.labels import LabelSelector
 from ..admission.chain import DELETE, UPDATE, BasePlugin, Request
 from ..user import UserInfo, split_service_account
 from .attributes import Attributes, Decision, Result

@@ -15,13 +15,13 @@ request pipeline is the one kube runs when it decodes a custom resource::
 
 No I/O. Regular expressions and CEL programs are compiled lazily and cached.
 
-Modules, each importing only from the ones listed before it:
+Modules, each importing only from the ones listed before it (and from
+:mod:`fleetplane.apimachinery`: Go-style printing, JSON values, quantities, name rules):
 
-- ``gofmt``, ``jsonvalues``, ``fieldpath``: Go-style message formatting, JSON value equality
-  and copying, field paths and field errors.
+- ``fieldpath``: field paths and field errors.
 - ``celengine``: the optional import of the CEL engine.
 - ``regex``: Go (RE2) regular expressions on top of Python's ``re``.
-- ``formats``, ``quantity``: OpenAPI string formats and ``resource.Quantity``.
+- ``formats``: OpenAPI string formats.
 - ``cellib``, ``cel``: the Kubernetes CEL function library and the CEL compiler (with kube's
   property-name escaping).
 - ``tree``: the compiled schema tree the request passes walk.

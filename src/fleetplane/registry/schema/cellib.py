@@ -10,14 +10,13 @@ import ipaddress
 import re
 import urllib.parse
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
+from ...apimachinery.gofmt import format_float, go_quote
+from ...apimachinery.jsonvalue import json_equal
+from ...apimachinery.quantity import Quantity, QuantityError
 from .celengine import _cel_stdlib
 from .formats import _is_cidr, _is_ip, _is_uri
-from .gofmt import _go_float, _go_quote
-from .jsonvalues import _json_eq_loose
-from .quantity import _format_quantity, _parse_quantity
 from .regex import _go_regex, _RE2Fallback
 
 
@@ -29,7 +28,7 @@ def _k_index_of(container: Any, item: Any, offset: int | None = None) -> int:
     if isinstance(container, str):
         return _cel_stdlib.index_of(container, item, 0 if offset is None else offset)
     for i, v in enumerate(container):
-        if _json_eq_loose(v, item):
+        if json_equal(v, item):
             return i
     return -1
 
@@ -38,7 +37,7 @@ def _k_last_index_of(container: Any, item: Any, offset: int | None = None) -> in
     if isinstance(container, str):
         return _cel_stdlib.last_index_of(container, item, offset)
     for i in range(len(container) - 1, -1, -1):
-        if _json_eq_loose(container[i], item):
+        if json_equal(container[i], item):
             return i
     return -1
 
@@ -69,7 +68,7 @@ def _cel_str(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, float):
-        return _go_float(v)
+        return format_float(v)
     if isinstance(v, str):
         return v
     if isinstance(v, bytes):
@@ -125,7 +124,7 @@ def _k_format(fmt: str, args: list[Any]) -> str:
 def _k_url(s: str) -> str:
     if not _is_uri(s):
         raise _CELError(
-            f"URL parse error during conversion from string: parse {_go_quote(s)}: invalid URI for request"
+            f"URL parse error during conversion from string: parse {go_quote(s)}: invalid URI for request"
         )
     return s
 
@@ -166,48 +165,43 @@ def _k_get_query(u: str) -> dict[str, list[str]]:
 
 
 def _k_quantity(s: str) -> str:
-    _parse_quantity(s)
+    Quantity.parse(s)
     return s
 
 
 def _k_is_quantity(s: Any) -> bool:
     try:
-        _parse_quantity(s)
-    except ValueError:
+        Quantity.parse(s)
+    except QuantityError:
         return False
     return True
 
 
 def _k_compare_to(a: str, b: str) -> int:
-    x, y = _parse_quantity(a), _parse_quantity(b)
+    x, y = Quantity.parse(a), Quantity.parse(b)
     return (x > y) - (x < y)
 
 
 def _k_as_integer(q: str) -> int:
-    v = _parse_quantity(q)
+    v = Quantity.parse(q).number
     if v.denominator != 1 or not -(2**63) <= v.numerator < 2**63:
         raise _CELError("cannot convert value to integer")
     return v.numerator
 
 
 def _k_is_integer(q: str) -> bool:
-    v = _parse_quantity(q)
+    v = Quantity.parse(q).number
     return v.denominator == 1 and -(2**63) <= v.numerator < 2**63
 
 
 def _k_quantity_add(a: str, b: Any) -> str:
-    y = Fraction(b) if isinstance(b, int) and not isinstance(b, bool) else _parse_quantity(b)
-    return _format_quantity(_parse_quantity(a) + y)
+    y = b if isinstance(b, int) and not isinstance(b, bool) else Quantity.parse(b)
+    return str(Quantity.parse(a) + y)
 
 
 def _k_quantity_sub(a: str, b: Any) -> str:
-    y = Fraction(b) if isinstance(b, int) and not isinstance(b, bool) else _parse_quantity(b)
-    return _format_quantity(_parse_quantity(a) - y)
-
-
-def _k_quantity_sign(q: str) -> int:
-    v = _parse_quantity(q)
-    return (v > 0) - (v < 0)
+    y = b if isinstance(b, int) and not isinstance(b, bool) else Quantity.parse(b)
+    return str(Quantity.parse(a) - y)
 
 
 def _k_ip(s: str) -> str:
@@ -215,7 +209,7 @@ def _k_ip(s: str) -> str:
         return str(ipaddress.ip_interface(s).ip)
     if not _is_ip(s):
         raise _CELError(
-            f"IP Address {_go_quote(s)} parse error during conversion from string: ParseAddr({_go_quote(s)})"
+            f"IP Address {go_quote(s)} parse error during conversion from string: ParseAddr({go_quote(s)})"
         )
     if ipaddress.ip_address(s).version == 6 and ipaddress.ip_address(s).ipv4_mapped is not None:
         raise _CELError("IPv4-mapped IPv6 address is not allowed")
@@ -224,7 +218,7 @@ def _k_ip(s: str) -> str:
 
 def _k_cidr(s: str) -> str:
     if not _is_cidr(s):
-        raise _CELError(f"network address {_go_quote(s)} parse error during conversion from string")
+        raise _CELError(f"network address {go_quote(s)} parse error during conversion from string")
     return s
 
 
@@ -320,12 +314,12 @@ def _k_build_library() -> dict[str, Callable[..., Any]]:
             "quantity": _k_quantity,
             "isQuantity": _k_is_quantity,
             "compareTo": _k_compare_to,
-            "isLessThan": lambda a, b: _parse_quantity(a) < _parse_quantity(b),
-            "isGreaterThan": lambda a, b: _parse_quantity(a) > _parse_quantity(b),
+            "isLessThan": lambda a, b: Quantity.parse(a) < Quantity.parse(b),
+            "isGreaterThan": lambda a, b: Quantity.parse(a) > Quantity.parse(b),
             "asInteger": _k_as_integer,
-            "asApproximateFloat": lambda q: float(_parse_quantity(q)),
+            "asApproximateFloat": lambda q: Quantity.parse(q).as_approximate_float(),
             "isInteger": _k_is_integer,
-            "sign": _k_quantity_sign,
+            "sign": lambda q: Quantity.parse(q).sign(),
             "add": _k_quantity_add,
             "sub": _k_quantity_sub,
             # ip / cidr (carried as strings)

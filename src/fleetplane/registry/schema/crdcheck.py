@@ -13,10 +13,10 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, not_supported, required
 
+from ...apimachinery.jsonvalue import MISSING, copy_json, deep_equal
 from .cel import _compile_cel
 from .compiled import StructuralSchema
 from .fieldpath import _key
-from .jsonvalues import _MISSING, _copy_json, _same
 from .prune import _META_FIELDS
 from .rules import _valid_field_path
 from .structural import _is_zero, _structural_completeness, _structural_invariants, _structuralizable
@@ -150,21 +150,21 @@ def _validate_defaults(
         helper._node_cache = {}
         local: list[FieldError] = []
         if not inside_meta and require_pruned:
-            pruned = _copy_json(default)
+            pruned = copy_json(default)
             out: list[str] = []
             if type(pruned) is dict:
                 helper._prune_map(pruned, n, "", out, False, embedded, n.preserve)
             else:
                 helper._prune(pruned, n, "", out, False)
-            if not _same(pruned, default):
+            if not deep_equal(pruned, default):
                 local.append(invalid(dpath, default, "must not have unknown fields"))
         if not local and embedded and type(default) is dict and not inside_meta:
             _validate_embedded_resource(default, dpath, local)
         if not local:
-            helper._vnode(default, n, "", _Ctx(local, dpath), _MISSING)
+            helper._vnode(default, n, "", _Ctx(local, dpath), MISSING)
         if not local and n.sub_rules:
             helper._cel(
-                _copy_json(default), n, dpath, _copy_json(default), local, False, False, resource_root
+                copy_json(default), n, dpath, copy_json(default), local, False, False, resource_root
             )
         errs.extend(local)
     items = s.get("items")
@@ -232,8 +232,8 @@ def _openapi_checks(
             )
         )
     props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
-    ap = s.get("additionalProperties", _MISSING)
-    if ap is not _MISSING and ap is not None:
+    ap = s.get("additionalProperties", MISSING)
+    if ap is not MISSING and ap is not None:
         if props and (ap is False or isinstance(ap, dict)):
             schema_errs.append(
                 forbidden(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .jsonvalues import _MISSING, _copy_json
+from ...apimachinery.jsonvalue import MISSING, copy_json
 from .tree import _Node
 
 
@@ -22,9 +22,9 @@ class _DefaultMixin:
         tx = type(x)
         if tx is dict:
             for k, p in n.default_props:
-                v = x.get(k, _MISSING)
-                if v is _MISSING or (v is None and not p.nullable):
-                    x[k] = _copy_json(p.default)
+                v = x.get(k, MISSING)
+                if v is MISSING or (v is None and not p.nullable):
+                    x[k] = copy_json(p.default)
             props = n.props
             additional = n.additional
             for k, v in list(x.items()):
@@ -34,7 +34,7 @@ class _DefaultMixin:
                         self._default(v, p)
                 elif additional is not None:
                     if v is None and not additional.nullable and additional.has_default:
-                        x[k] = v = _copy_json(additional.default)
+                        x[k] = v = copy_json(additional.default)
                     if additional.sub_defaults and v is not None:
                         self._default(v, additional)
         elif tx is list:
@@ -43,6 +43,6 @@ class _DefaultMixin:
                 return
             for i, v in enumerate(x):
                 if v is None and not items.nullable and items.has_default:
-                    x[i] = v = _copy_json(items.default)
+                    x[i] = v = copy_json(items.default)
                 if items.sub_defaults and v is not None:
                     self._default(v, items)

@@ -11,9 +11,9 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, invalid
 
+from ...apimachinery.gofmt import bad_value
+from ...apimachinery.jsonvalue import MISSING, deep_key
 from .fieldpath import _duplicate_value, _fp_index
-from .gofmt import _disp
-from .jsonvalues import _MISSING, _hashable_key
 from .tree import _Node
 
 
@@ -24,7 +24,7 @@ def _non_unique(items: list[Any]) -> list[int]:
     seen: dict[Any, int] = {}
     out: list[int] = []
     for i, v in enumerate(items):
-        k = _hashable_key(v)
+        k = deep_key(v)
         times = seen.get(k, 0)
         if times == 1:
             out.append(i)
@@ -38,7 +38,7 @@ _UNSPECIFIED = ("unspecified-key",)
 def _validate_list_map(path: str, n: _Node, items: list[Any]) -> list[FieldError]:
     for i, v in enumerate(items):
         if v is not None and type(v) is not dict:
-            return [invalid(_fp_index(path, i), _disp(v), "must be an object for an array of list-type map")]
+            return [invalid(_fp_index(path, i), bad_value(v), "must be an object for an array of list-type map")]
     if len(items) <= 1:
         return []
     keys_fields = n.list_map_keys
@@ -46,7 +46,7 @@ def _validate_list_map(path: str, n: _Node, items: list[Any]) -> list[FieldError
     if len(keys_fields) == 1:
         kf = keys_fields[0]
         keys = [v.get(kf, _UNSPECIFIED) if v is not None else _UNSPECIFIED for v in items]
-        hashed = [("unspecified",) if k is _UNSPECIFIED else _hashable_key(k) for k in keys]
+        hashed = [("unspecified",) if k is _UNSPECIFIED else deep_key(k) for k in keys]
         for i in _non_unique_hashed(hashed):
             value = {} if keys[i] is _UNSPECIFIED else {kf: keys[i]}
             errs.append(_duplicate_value(_fp_index(path, i), value))
@@ -78,7 +78,7 @@ def _non_unique_hashed(hashed: list[Any]) -> list[int]:
 def _map_key(item: Any, keys: list[str]) -> Any:
     if type(item) is not dict:
         return None
-    return tuple(_hashable_key(item.get(k, _UNSPECIFIED)) if k in item else ("unspecified",) for k in keys)
+    return tuple(deep_key(item.get(k, _UNSPECIFIED)) if k in item else ("unspecified",) for k in keys)
 
 
 def _map_list_correlator(n: _Node, old: Any) -> Callable[[Any], Any] | None:
@@ -94,7 +94,7 @@ def _map_list_correlator(n: _Node, old: Any) -> Callable[[Any], Any] | None:
 
     def find(item: Any) -> Any:
         k = _map_key(item, keys)
-        return index.get(k, _MISSING) if k is not None else _MISSING
+        return index.get(k, MISSING) if k is not None else MISSING
 
     return find
 
@@ -106,6 +106,6 @@ def _correlator(n: _Node, old: Any) -> Callable[[Any], Any] | None:
     if n.list_type == "map":
         return _map_list_correlator(n, old)
     if n.list_type == "set":
-        present = {_hashable_key(v) for v in old}
-        return lambda v: v if _hashable_key(v) in present else _MISSING
+        present = {deep_key(v) for v in old}
+        return lambda v: v if deep_key(v) in present else MISSING
     return None

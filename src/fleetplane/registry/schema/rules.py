@@ -14,11 +14,11 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, required
 
+from ...apimachinery.jsonvalue import MISSING, deep_equal
 from .cel import _cel_error_text
 from .celengine import _cel
 from .fieldpath import _duplicate_value, _fp, _fp_child, _fp_index, _fp_key
 from .formats import _is_date, _parse_go_duration
-from .jsonvalues import _MISSING, _same
 from .listtype import _map_list_correlator
 from .prune import _META_FIELDS
 from .tree import _Node, _Rule
@@ -27,7 +27,7 @@ _MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024
 
 
 def _none_missing(v: Any) -> Any:
-    return _MISSING if v is None else v
+    return MISSING if v is None else v
 
 
 def _error_for_reason(field: str, value: Any, detail: str, reason: Any) -> FieldError:
@@ -218,7 +218,7 @@ class _RulesMixin:
         """Evaluate the ``x-kubernetes-validations`` rules only."""
         errs: list[FieldError] = []
         if self._root.sub_rules:
-            o = old if old is not None else _MISSING
+            o = old if old is not None else MISSING
             self._cel(obj, self._root, None, o, errs, ratcheting, False, True)
         return errs
 
@@ -236,7 +236,7 @@ class _RulesMixin:
         if x is None:
             return
         if ratcheting:
-            unchanged = _same(x, old) if old is not _MISSING else parent_unchanged
+            unchanged = deep_equal(x, old) if old is not MISSING else parent_unchanged
             if unchanged and not n.sub_transition:
                 return
         else:
@@ -248,24 +248,24 @@ class _RulesMixin:
             old_map = old if type(old) is dict and (n.map_type in (None, "granular", "atomic")) else None
             for k, p in n.props.items():
                 if p.sub_rules:
-                    v = x.get(k, _MISSING)
-                    if v is not _MISSING:
-                        o = old_map.get(k, _MISSING) if old_map is not None else _MISSING
+                    v = x.get(k, MISSING)
+                    if v is not MISSING:
+                        o = old_map.get(k, MISSING) if old_map is not None else MISSING
                         self._cel(v, p, _fp_child(path, k), _none_missing(o), errs, ratcheting, unchanged)
             additional = n.additional
             if additional is not None and additional.sub_rules:
                 for k, v in x.items():
                     if k not in n.props:
-                        o = old_map.get(k, _MISSING) if old_map is not None else _MISSING
+                        o = old_map.get(k, MISSING) if old_map is not None else MISSING
                         self._cel(
                             v, additional, _fp_key(path, k), _none_missing(o), errs, ratcheting, unchanged
                         )
         elif tx is list:
             items = n.items
             if items is not None and items.sub_rules:
-                correlate = _map_list_correlator(n, old) if old is not _MISSING else None
+                correlate = _map_list_correlator(n, old) if old is not MISSING else None
                 for i, v in enumerate(x):
-                    o = correlate(v) if correlate is not None else _MISSING
+                    o = correlate(v) if correlate is not None else MISSING
                     self._cel(v, items, _fp_index(path, i), _none_missing(o), errs, ratcheting, unchanged)
 
     def _eval_rules(
@@ -301,7 +301,7 @@ class _RulesMixin:
                 )
                 continue
             uses_old = prog.uses_old_self
-            if uses_old and old is _MISSING and not r.optional_old_self:
+            if uses_old and old is MISSING and not r.optional_old_self:
                 continue  # transition rules only run when there is an old value to compare with
             if unchanged and not uses_old:
                 continue  # ratcheted
@@ -310,7 +310,7 @@ class _RulesMixin:
                 if r.optional_old_self:
                     variables["oldSelf"] = (
                         _cel.OptionalValue.none()
-                        if old is _MISSING
+                        if old is MISSING
                         else _cel.OptionalValue.of(conv(old, r.proj_old))
                     )
                 else:
@@ -345,7 +345,7 @@ class _RulesMixin:
             mp = r.message_program
             if mp is not None and mp.error is None:
                 mvars: dict[str, Any] = {"self": conv(x, None)}
-                if old is not _MISSING:
+                if old is not MISSING:
                     mvars["oldSelf"] = conv(old, None)
                 try:
                     msg = mp.run(mvars)
@@ -360,7 +360,7 @@ class _RulesMixin:
             errs.append(_error_for_reason(_fp(field), type_text, detail, r.reason))
 
     def _rule_field_path(self, r: _Rule, n: _Node) -> str:
-        if r._norm_field_path is _MISSING:
+        if r._norm_field_path is MISSING:
             norm = ""
             if r.field_path:
                 ok, normalized, _ = _valid_field_path(r.field_path, n)

@@ -11,8 +11,8 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, required
 
+from ...apimachinery.jsonvalue import MISSING
 from .fieldpath import _key
-from .jsonvalues import _MISSING
 from .regex import _regex_error
 
 
@@ -71,7 +71,7 @@ def _structural_invariants(s: dict[str, Any], lvl: str, path: str, errs: list[Fi
     typ = s.get("type") or ""
     items = s.get("items")
     props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
-    ap = s.get("additionalProperties", _MISSING)
+    ap = s.get("additionalProperties", MISSING)
     preserve = s.get("x-kubernetes-preserve-unknown-fields") is True
     embedded = s.get("x-kubernetes-embedded-resource") is True
     ios = s.get("x-kubernetes-int-or-string") is True
@@ -83,7 +83,7 @@ def _structural_invariants(s: dict[str, Any], lvl: str, path: str, errs: list[Fi
     for k, v in props.items():
         if isinstance(v, dict):
             _structural_invariants(v, "field", _key(f"{path}.properties", k), errs)
-    if ap is not _MISSING and ap is not None:
+    if ap is not MISSING and ap is not None:
         if lvl == "root":
             errs.append(forbidden(f"{path}.additionalProperties", "must not be used at the root"))
         if isinstance(ap, dict):
@@ -131,7 +131,7 @@ def _structural_invariants(s: dict[str, Any], lvl: str, path: str, errs: list[Fi
             "field": "must not be empty for specified object fields",
         }[lvl]
         errs.append(required(f"{path}.type", detail))
-    if embedded and ap is not _MISSING and ap is not None:
+    if embedded and ap is not MISSING and ap is not None:
         errs.append(
             forbidden(
                 f"{path}.additionalProperties", "must not be used if x-kubernetes-embedded-resource is set"

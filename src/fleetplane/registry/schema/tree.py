@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...apimachinery.jsonvalue import MISSING
 from .cel import _compile_cel, _Program, _projection, escape_cel_property
 from .formats import _SUPPORTED_FORMATS
-from .jsonvalues import _MISSING
 
 _ADD_NONE, _ADD_SCHEMA, _ADD_TRUE, _ADD_FALSE = 0, 1, 2, 3
 
@@ -41,9 +41,9 @@ class _Rule:
         self.optional_old_self = raw.get("optionalOldSelf") is True
         self._prog: _Program | None = None
         self._msg_prog: _Program | None = None
-        self._norm_field_path: Any = _MISSING
-        self.proj_self: Any = _MISSING
-        self.proj_old: Any = _MISSING
+        self._norm_field_path: Any = MISSING
+        self.proj_self: Any = MISSING
+        self.proj_old: Any = MISSING
 
     @property
     def program(self) -> _Program | None:
@@ -145,7 +145,7 @@ class _Node:
             if isinstance(props, dict)
             else {}
         )
-        ap = raw.get("additionalProperties", _MISSING)
+        ap = raw.get("additionalProperties", MISSING)
         self.additional: _Node | None = None
         if isinstance(ap, dict):
             self.add_mode = _ADD_SCHEMA

@@ -8,11 +8,13 @@ with kube's messages, field paths and ratcheting of unchanged values.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, invalid, not_supported, required
 
+from ...apimachinery.gofmt import bad_value, format_float, go_quote, json_text
+from ...apimachinery.jsonvalue import MISSING, deep_equal, deep_key, json_equal
+from ...apimachinery.validation import dns1035_label_errors
 from .fieldpath import (
     _child,
     _duplicate_value,
@@ -25,8 +27,6 @@ from .fieldpath import (
     _type_invalid,
 )
 from .formats import _FORMAT_CHECKS
-from .gofmt import _disp, _go_float, _go_quote, _json_text
-from .jsonvalues import _MISSING, _hashable_key, _json_eq_loose, _same
 from .listtype import _correlator, _non_unique, _validate_list_map
 from .regex import _go_regex, _RegexError
 from .tree import _ADD_FALSE, _ADD_SCHEMA, _Node
@@ -58,25 +58,17 @@ def _is_json_integer(f: float) -> bool:
 
 
 def _enum_texts(values: list[Any]) -> list[str]:
-    return [v if isinstance(v, str) else _json_text(v) for v in values]
+    return [v if isinstance(v, str) else json_text(v) for v in values]
 
 
 def _has_duplicates(items: list[Any]) -> bool:
     seen: set[Any] = set()
     for v in items:
-        k = _hashable_key(v)
+        k = deep_key(v)
         if k in seen:
             return True
         seen.add(k)
     return False
-
-
-_RX_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 
 
 def _validate_embedded_resource(x: dict[str, Any], path: str | None, errs: list[FieldError]) -> None:
@@ -88,7 +80,7 @@ def _validate_embedded_resource(x: dict[str, Any], path: str | None, errs: list[
         if k == "apiVersion":
             p = _fp_child(path, "apiVersion")
             if not isinstance(v, str):
-                errs.append(invalid(p, _disp(v), "must be a string"))
+                errs.append(invalid(p, bad_value(v), "must be a string"))
             elif not v:
                 errs.append(required(p))
             elif v.count("/") > 1:
@@ -96,15 +88,11 @@ def _validate_embedded_resource(x: dict[str, Any], path: str | None, errs: list[
         elif k == "kind":
             p = _fp_child(path, "kind")
             if not isinstance(v, str):
-                errs.append(invalid(p, _disp(v), "must be a string"))
+                errs.append(invalid(p, bad_value(v), "must be a string"))
             elif not v:
                 errs.append(required(p))
             else:
-                msgs = []
-                if len(v) > 63:
-                    msgs.append("must be no more than 63 characters")
-                if not _RX_DNS1035.match(v.lower()):
-                    msgs.append(_DNS1035_MSG)
+                msgs = dns1035_label_errors(v.lower())
                 if msgs:
                     errs.append(
                         invalid(p, v, "may have mixed case, but should otherwise match: " + ",".join(msgs))
@@ -122,7 +110,7 @@ class _ValidateMixin:
         """The non-CEL part of :meth:`validate`."""
         errs: list[FieldError] = []
         root = self._root
-        oldv = old if (old is not None and ratcheting) else _MISSING
+        oldv = old if (old is not None and ratcheting) else MISSING
         self._vnode(obj, root, "", _Ctx(errs, None), oldv)
         if root.sub_embedded and type(obj) is dict:
             self._validate_embedded_map(obj, root, None, errs)
@@ -140,7 +128,7 @@ class _ValidateMixin:
     # OpenAPI (kube-openapi validate) -------------------------------------------------------
 
     def _vnode(self, x: Any, n: _Node, path: str, ctx: _Ctx, old: Any) -> None:
-        if old is not _MISSING and _same(x, old):
+        if old is not MISSING and deep_equal(x, old):
             return  # ratcheting: unchanged values keep validating as they did
         errs = ctx.errs
         if x is None:
@@ -149,7 +137,7 @@ class _ValidateMixin:
                     _type_invalid(
                         ctx.field(path),
                         "null",
-                        f"{path} in body must be of type {n.type_text}: {_go_quote('null')}",
+                        f"{path} in body must be of type {n.type_text}: {go_quote('null')}",
                     )
                 )
             if n.enum is not None and None not in n.enum:
@@ -171,9 +159,9 @@ class _ValidateMixin:
         elif tx is list:
             items = n.items
             if items is not None:
-                correlate = _correlator(n, old) if old is not _MISSING else None
+                correlate = _correlator(n, old) if old is not MISSING else None
                 for i, v in enumerate(x):
-                    self._vnode(v, items, f"{path}[{i}]", ctx, correlate(v) if correlate else _MISSING)
+                    self._vnode(v, items, f"{path}[{i}]", ctx, correlate(v) if correlate else MISSING)
             size = len(x)
             if n.min_items is not None and size < n.min_items:
                 errs.append(
@@ -185,10 +173,10 @@ class _ValidateMixin:
                 errs.append(invalid(ctx.field(path), "", f"{path} in body shouldn't contain duplicates"))
         if n.enum is not None:
             for e in n.enum:
-                if _json_eq_loose(x, e):
+                if json_equal(x, e):
                     break
             else:
-                errs.append(not_supported(ctx.field(path), _disp(x), _enum_texts(n.enum)))
+                errs.append(not_supported(ctx.field(path), bad_value(x), _enum_texts(n.enum)))
         if tx is dict:
             self._check_object(x, n, path, ctx, old)
 
@@ -218,7 +206,7 @@ class _ValidateMixin:
             and not (st in types or sf == fmt or float_int or int_float)
         ):
             ctx.errs.append(
-                _type_invalid(ctx.field(path), sf, f"{path} in body must be of type {fmt}: {_go_quote(sf)}")
+                _type_invalid(ctx.field(path), sf, f"{path} in body must be of type {fmt}: {go_quote(sf)}")
             )
             return
         if "number" not in types and "integer" not in types and fmt and (tx is str or tx is list):
@@ -226,7 +214,7 @@ class _ValidateMixin:
         if not (st in types or float_int or int_float):
             ctx.errs.append(
                 _type_invalid(
-                    ctx.field(path), st, f"{path} in body must be of type {n.type_text}: {_go_quote(st)}"
+                    ctx.field(path), st, f"{path} in body must be of type {n.type_text}: {go_quote(st)}"
                 )
             )
 
@@ -237,14 +225,14 @@ class _ValidateMixin:
             best: list[FieldError] | None = None
             for sub in n.any_of:
                 e: list[FieldError] = []
-                self._vnode(x, sub, path, _Ctx(e, ctx.base), _MISSING)
+                self._vnode(x, sub, path, _Ctx(e, ctx.base), MISSING)
                 if not e:
                     best = None
                     break
                 if best is None or len(e) < len(best):
                     best = e
             else:
-                errs.append(invalid(base, "", f"{_go_quote(path)} must validate at least one schema (anyOf)"))
+                errs.append(invalid(base, "", f"{go_quote(path)} must validate at least one schema (anyOf)"))
             if best:
                 errs.extend(best)
         if n.one_of:
@@ -252,7 +240,7 @@ class _ValidateMixin:
             best = None
             for sub in n.one_of:
                 e = []
-                self._vnode(x, sub, path, _Ctx(e, ctx.base), _MISSING)
+                self._vnode(x, sub, path, _Ctx(e, ctx.base), MISSING)
                 if not e:
                     validated += 1
                     best = None
@@ -263,7 +251,7 @@ class _ValidateMixin:
                 extra = "Found none valid" if validated == 0 else f"Found {validated} valid alternatives"
                 errs.append(
                     invalid(
-                        base, "", f"{_go_quote(path)} must validate one and only one schema (oneOf). {extra}"
+                        base, "", f"{go_quote(path)} must validate one and only one schema (oneOf). {extra}"
                     )
                 )
                 if best:
@@ -272,20 +260,20 @@ class _ValidateMixin:
             validated = 0
             for sub in n.all_of:
                 e = []
-                self._vnode(x, sub, path, _Ctx(e, ctx.base), _MISSING)
+                self._vnode(x, sub, path, _Ctx(e, ctx.base), MISSING)
                 if not e:
                     validated += 1
                 errs.extend(e)
             if validated != len(n.all_of):
                 extra = ". None validated" if validated == 0 else ""
                 errs.append(
-                    invalid(base, "", f"{_go_quote(path)} must validate all the schemas (allOf){extra}")
+                    invalid(base, "", f"{go_quote(path)} must validate all the schemas (allOf){extra}")
                 )
         if n.not_ is not None:
             e = []
-            self._vnode(x, n.not_, path, _Ctx(e, ctx.base), _MISSING)
+            self._vnode(x, n.not_, path, _Ctx(e, ctx.base), MISSING)
             if not e:
-                errs.append(invalid(base, "", f"{_go_quote(path)} must not validate the schema (not)"))
+                errs.append(invalid(base, "", f"{go_quote(path)} must not validate the schema (not)"))
 
     def _check_string(self, x: str, n: _Node, path: str, ctx: _Ctx) -> None:
         errs = ctx.errs
@@ -314,7 +302,7 @@ class _ValidateMixin:
             if check is not None and not check(x):
                 errs.append(
                     _type_invalid(
-                        ctx.field(path), x, f"{path} in body must be of type {n.format_name}: {_go_quote(x)}"
+                        ctx.field(path), x, f"{path} in body must be of type {n.format_name}: {go_quote(x)}"
                     )
                 )
 
@@ -340,16 +328,16 @@ class _ValidateMixin:
                     errs.append(
                         invalid(
                             ctx.field(path),
-                            _disp(float(f)),
-                            f"factor MultipleOf declared for {path} must be positive: {_go_float(float(f))}",
+                            bad_value(float(f)),
+                            f"factor MultipleOf declared for {path} must be positive: {format_float(float(f))}",
                         )
                     )
                 elif f == 0 or not _is_json_integer(1 / f * x if f < 1 else x / f):
                     errs.append(
                         invalid(
                             ctx.field(path),
-                            _disp(x),
-                            f"{path} in body should be a multiple of {_go_float(float(f))}",
+                            bad_value(x),
+                            f"{path} in body should be a multiple of {format_float(float(f))}",
                         )
                     )
         if n.minimum is not None:
@@ -360,10 +348,10 @@ class _ValidateMixin:
             else:
                 m = float(n.minimum)
                 bad = x <= m if n.exclusive_minimum else x < m
-                shown = _go_float(m)
+                shown = format_float(m)
             if bad:
                 rel = "greater than" if n.exclusive_minimum else "greater than or equal to"
-                errs.append(invalid(ctx.field(path), _disp(x), f"{path} in body should be {rel} {shown}"))
+                errs.append(invalid(ctx.field(path), bad_value(x), f"{path} in body should be {rel} {shown}"))
         if n.maximum is not None:
             if is_int:
                 m = math.trunc(n.maximum)
@@ -372,10 +360,10 @@ class _ValidateMixin:
             else:
                 m = float(n.maximum)
                 bad = x >= m if n.exclusive_maximum else x > m
-                shown = _go_float(m)
+                shown = format_float(m)
             if bad:
                 rel = "less than" if n.exclusive_maximum else "less than or equal to"
-                errs.append(invalid(ctx.field(path), _disp(x), f"{path} in body should be {rel} {shown}"))
+                errs.append(invalid(ctx.field(path), bad_value(x), f"{path} in body should be {rel} {shown}"))
 
     def _check_object(self, x: dict[str, Any], n: _Node, path: str, ctx: _Ctx, old: Any) -> None:
         errs = ctx.errs
@@ -401,12 +389,12 @@ class _ValidateMixin:
             assert additional is not None
             for k, v in x.items():
                 if k not in props:
-                    o = old_map.get(k, _MISSING) if old_map is not None else _MISSING
+                    o = old_map.get(k, MISSING) if old_map is not None else MISSING
                     self._vnode(v, additional, f"{path}.{k}", ctx, o)
         for k, p in props.items():
-            v = x.get(k, _MISSING)
-            if v is not _MISSING:
-                o = old_map.get(k, _MISSING) if old_map is not None else _MISSING
+            v = x.get(k, MISSING)
+            if v is not MISSING:
+                o = old_map.get(k, MISSING) if old_map is not None else MISSING
                 self._vnode(v, p, _child(path, k), ctx, o)
         for r in n.required:
             if r not in x:
@@ -456,7 +444,7 @@ class _ValidateMixin:
         elif type(x) is list:
             if n.list_type == "set":
                 for i in _non_unique(x):
-                    errs.append(_duplicate_value(_fp_index(path, i), _disp(x[i])))
+                    errs.append(_duplicate_value(_fp_index(path, i), bad_value(x[i])))
             elif n.list_type == "map":
                 errs.extend(_validate_list_map(path, n, x))
             items = n.items
