@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetplane.sim.bench import simulate_command
+from fleetplane.lab import CLI
 
 from ..harness import Hub, Kubectl, wait_for
 
@@ -25,7 +25,7 @@ class Sim(Hub):
 
     def start(self, timeout: float = 30.0) -> Sim:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [*simulate_command(), "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
+        cmd = [*CLI, "--log-format", "console", "cluster", "simulate", "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
                "--nodes", str(self.nodes), *self.extra]
         self._logf = open(self.log, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)

@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fleetplane.lab import CLI
+
 from ..harness import Hub, Kubectl, wait_for
 from .conftest import Api, state, target
-
-try:
-    from fleetplane.sim.bench import simulate_command
-except ImportError:  # pragma: no cover - the simulator is another engineer's work
-    simulate_command = None  # type: ignore[assignment]
 
 DEPLOYS = "/apis/apps/v1/namespaces/demo/deployments"
 
@@ -27,7 +24,7 @@ class Sim(Hub):
 
     def start(self, timeout: float = 30.0) -> Sim:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [*simulate_command(), "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
+        cmd = [*CLI, "--log-format", "console", "cluster", "simulate", "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
                "--nodes", "2", "--kubelet-delay", "0.1"]
         self._logf = open(self.log, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
@@ -37,8 +34,6 @@ class Sim(Hub):
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    if simulate_command is None:
-        pytest.skip("fleetplane cluster simulate is not available")
     s = Sim(tmp_path_factory.mktemp("sim"), "sim1").start()
     yield s
     s.stop()
