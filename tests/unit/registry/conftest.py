@@ -3,6 +3,7 @@ SQLite file, in this process: no server, no HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +60,6 @@ class Api:
 
     registry: Registry
     admission: RefuseDeletes
-    path: Path
 
     @property
     def store(self) -> GenericStore:
@@ -79,19 +79,23 @@ class Api:
         return self.type("test.fleetplane.io", "v1", "widgets")
 
 
-def open_registry(path: Path, admission: RefuseDeletes) -> Registry:
-    return Registry(SQLiteStore(path, synchronous="OFF"), system_crds=[WIDGETS_CRD], plugins=[admission])
+@contextlib.asynccontextmanager
+async def running(path: Path) -> AsyncIterator[Api]:
+    """The registry over the SQLite file at ``path``, started, and closed on exit (a second one
+    over the same file is a restart)."""
+    admission = RefuseDeletes()
+    registry = Registry(SQLiteStore(path, synchronous="OFF"), system_crds=[WIDGETS_CRD], plugins=[admission])
+    await registry.start()
+    try:
+        yield Api(registry, admission)
+    finally:
+        await registry.close()
 
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
-    admission = RefuseDeletes()
-    registry = open_registry(tmp_path / "hub.db", admission)
-    await registry.start()
-    try:
-        yield Api(registry, admission, tmp_path / "hub.db")
-    finally:
-        await registry.close()
+    async with running(tmp_path / "hub.db") as started:
+        yield started
 
 
 def ctx(namespace: str = "default", **kw: object) -> Context:

@@ -18,7 +18,7 @@ from fleetplane.apimachinery.selectors import FieldSelector, LabelSelector
 from fleetplane.registry.store import ListOptions
 from fleetplane.storage.watchcache import Watcher
 
-from .conftest import Api, RefuseDeletes, ctx, open_registry
+from .conftest import Api, ctx, running
 
 CONFLICT = "the object has been modified; please apply your changes to the latest version and try again"
 
@@ -160,28 +160,17 @@ async def test_list_pages_with_continue_tokens(api: Api) -> None:
 
 
 async def test_a_continue_token_from_before_compaction_and_restart_is_expired(tmp_path) -> None:
-    admission = RefuseDeletes()
-    first = open_registry(tmp_path / "hub.db", admission)
-    await first.start()
-    api = Api(first, admission, tmp_path / "hub.db")
-    try:
+    async with running(tmp_path / "hub.db") as api:
         for i in range(3):
             await api.store.create(api.configmaps, ctx(), cm(f"p{i}", labels={"t": "page"}))
         page = await api.store.list(api.configmaps, ctx(), ListOptions(LabelSelector.parse("t=page"), limit=1))
         await api.store.create(api.configmaps, ctx(), cm("later"))
-        await first.storage.compact(await first.storage.current_revision())
-    finally:
-        await first.close()
-    again = open_registry(tmp_path / "hub.db", admission)
-    await again.start()
-    try:
-        api = Api(again, admission, tmp_path / "hub.db")
+        await api.registry.storage.compact(await revision(api))
+    async with running(tmp_path / "hub.db") as api:  # restarted
         opts = ListOptions(LabelSelector.parse("t=page"), limit=1, continue_token=page["metadata"]["continue"])
         err = await fails(api.store.list(api.configmaps, ctx(), opts))
         assert (err.code, err.reason) == (410, "Expired")
         assert err.message.startswith("The provided continue parameter is too old to display a consistent list result.")
-    finally:
-        await again.close()
 
 
 # -- update ---------------------------------------------------------------------------------
@@ -384,22 +373,11 @@ async def test_a_watch_with_a_selector_sees_objects_enter_and_leave_it(api: Api)
 
 
 async def test_a_watch_from_before_a_restart_is_expired(tmp_path) -> None:
-    admission = RefuseDeletes()
-    first = open_registry(tmp_path / "hub.db", admission)
-    await first.start()
-    try:
-        api = Api(first, admission, tmp_path / "hub.db")
+    async with running(tmp_path / "hub.db") as api:
         old = await api.store.create(api.configmaps, ctx(), cm("a"))
-    finally:
-        await first.close()
-    again = open_registry(tmp_path / "hub.db", admission)
-    await again.start()
-    try:
-        api = Api(again, admission, tmp_path / "hub.db")
+    async with running(tmp_path / "hub.db") as api:  # restarted: no history from before
         with pytest.raises(StatusError) as info:
             api.store.watch(api.configmaps, ctx(), ListOptions(), rv(old) - 1)
         err = info.value
         assert (err.code, err.reason) == (410, "Expired")
         assert err.message.startswith(f"too old resource version: {rv(old) - 1} (")
-    finally:
-        await again.close()
