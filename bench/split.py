@@ -101,7 +101,8 @@ class _Marks:
     """When 50, 90, 99 and 100 % of ``n`` were READY (seconds from ``t0``)."""
 
     def __init__(self, n: int, t0: float) -> None:
-        self.n, self.t0, self.marks = n, t0, {}
+        self.n, self.t0 = n, t0
+        self.marks: dict[str, float] = {}
 
     def update(self, ready: int) -> bool:
         for pct in (50, 90, 99, 100):
