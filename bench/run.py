@@ -197,21 +197,21 @@ def collect(quick: bool, only: set[str] | None) -> dict:
     if want("rbac"):
         results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
     if want("sim"):
-        from fleetplane.sim import bench as sim_bench
+        from . import sim as sim_bench
 
         results["sim"] = sim_bench.run()
     if want("syncer"):
-        from fleetplane.fleet.syncer import bench as syncer_bench
+        from . import syncer as syncer_bench
 
         # the setting: 100 objects/s over 10 simulated clusters (quick: 3 hub processes as clusters)
         results["syncer"] = asyncio.run(syncer_bench.run(quick=True) if quick else
                                         syncer_bench.run(clusters=10, objects=1000, backend="sim"))
     if want("placement"):
-        from fleetplane.fleet.placement import bench as placement_bench
+        from . import placement as placement_bench
 
         results["placement"] = placement_bench.run()
     if want("split"):
-        from fleetplane.fleet.splitter import bench as split_bench
+        from . import split as split_bench
 
         results["split"] = split_bench.run(100 if quick else 1000, 3 if quick else 10, 3)
     if want("capacity"):
@@ -219,7 +219,7 @@ def collect(quick: bool, only: set[str] | None) -> dict:
 
         results["capacity"] = fleet_capacity.run(5 if quick else 20)
     if want("access"):
-        from fleetplane.access import bench as access_bench
+        from . import access as access_bench
 
         results["access"] = access_bench.run()
     return results

@@ -2,6 +2,7 @@
 
 Tests share one hub per worker and keep out of each other's way with their own namespace or
 logical cluster; every kubectl call gets a fresh discovery cache unless a test asks for one.
+Processes are started the one way :mod:`fleetplane.lab` starts them (``make demo``, benchmarks).
 """
 
 from __future__ import annotations
@@ -10,19 +11,22 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
+
+from fleetplane.lab import LabError, Process, free_port
+
+__all__ = ["Hub", "Kubectl", "Result", "SimulatedCluster", "free_port", "kubectl_binary", "wait_for"]
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 DEFAULT_MINOR = "1.32"
@@ -33,12 +37,6 @@ def kubectl_binary(minor: str = DEFAULT_MINOR) -> str:
     if not path.exists():
         raise FileNotFoundError(f"kubectl {minor} is not installed at {path}")
     return str(path)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "condition") -> Any:
@@ -63,57 +61,83 @@ class Result:
         return json.loads(self.out)
 
 
-class Hub:
-    """A ``fleetplane start`` process on a free port with its own data directory."""
+class _TestProcess(Process):
+    """lab's :class:`~fleetplane.lab.Process` at the data directory, port and log file its
+    :class:`Hub` chose, running the command the Hub builds."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, extra: list[str] | None = None) -> None:
+    def __init__(self, server: Hub) -> None:
+        super().__init__(server.data_dir.name, [], server.data_dir.parent, log_level="info")
+        self.server = server
+        self.data_dir, self.port, self.log_path = server.data_dir, server.port, server.log
+
+    @property
+    def command(self) -> list[str]:
+        return self.server.command(super().command)
+
+
+class Hub:
+    """A server process for tests on a port and data directory of its own (``fleetplane start``
+    unless a subclass runs another command), started and stopped by :mod:`fleetplane.lab`; with
+    an admin client for its API. Failures to start are test failures (AssertionError)."""
+
+    start_timeout = 15.0
+
+    def __init__(self, data_dir: Path, port: int | None = None, extra: list[str] | None = None, *,
+                 log_name: str = "hub.log") -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra = extra or []
-        self.proc: subprocess.Popen | None = None
         self.url = f"https://127.0.0.1:{self.port}"
-        self.log = data_dir / "hub.log"
+        self.log = data_dir / log_name
+        self.process = _TestProcess(self)
 
-    def start(self, timeout: float = 15.0) -> Hub:
+    def cli_args(self) -> list[str]:
+        """What to run through the ``fleetplane`` CLI (``--data-dir`` and ``--port`` follow)."""
+        return ["start", *self.extra]
+
+    def command(self, cli: list[str]) -> list[str]:
+        """The whole command line: the CLI's (``cli``) unless a test runs a server script of its own."""
+        return cli
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.process.proc
+
+    def start(self, timeout: float | None = None, wait: bool = True) -> Self:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console", "start",
-               "--data-dir", str(self.data_dir), "--port", str(self.port), *self.extra]
-        self._logf = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
-        wait_for(self._ready, timeout, what=f"hub on {self.url} to be ready (log: {self.log})")
+        self.process.args = self.cli_args()
+        try:
+            self.process.start(wait=False)
+        except LabError as err:
+            raise AssertionError(str(err)) from None
+        if wait:
+            self.wait_ready(timeout)
         return self
 
-    def _ready(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise AssertionError(f"hub exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+    def wait_ready(self, timeout: float | None = None) -> Self:
+        """Wait for /readyz; fail at once if the process exited."""
         try:
-            return self.request("GET", "/readyz", auth=False)[0] == 200
-        except OSError:
-            return False
+            self.process.wait_ready(timeout or self.start_timeout)
+        except LabError as err:
+            raise AssertionError(str(err)) from None
+        return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._logf.close()
-        return self.proc.returncode
+        code = self.process.stop(sig, timeout)
+        assert code is not None, "the process was never started"
+        return code
 
     @property
     def kubeconfig(self) -> Path:
-        return self.data_dir / "admin.kubeconfig"
+        return self.process.kubeconfig
 
     @property
     def token(self) -> str:
-        return (self.data_dir / "admin.token").read_text().strip()
+        return (self.data_dir / "admin.token").read_text().strip()  # read each time: a test may replace it
 
     @property
     def ca(self) -> Path:
-        return self.data_dir / "pki" / "ca.crt"
+        return self.process.ca
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca))
@@ -151,6 +175,22 @@ class Hub:
         path = directory / f"kubeconfig-{cluster.replace(':', '_').replace('*', 'all')}"
         path.write_text(yaml.safe_dump(cfg))
         return path
+
+
+class SimulatedCluster(Hub):
+    """``fleetplane cluster simulate --name NAME --nodes N EXTRA``: a physical cluster's API
+    with nodes, controllers and kubelets."""
+
+    start_timeout = 30.0
+
+    def __init__(self, data_dir: Path, name: str = "sim", port: int | None = None, nodes: int = 3,
+                 extra: list[str] | None = None, *, log_name: str = "hub.log") -> None:
+        super().__init__(data_dir, port, extra, log_name=log_name)
+        self.name = name
+        self.nodes = nodes
+
+    def cli_args(self) -> list[str]:
+        return ["cluster", "simulate", "--name", self.name, "--nodes", str(self.nodes), *self.extra]
 
 
 class Kubectl:

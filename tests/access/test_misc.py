@@ -6,10 +6,13 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from prometheus_client import REGISTRY
 
 import fleetplane.access as access_pkg
+
+ROOT = Path(__file__).resolve().parents[2]  # where the top-level ``bench`` package is
 
 
 def _modules_after(code: str) -> list[str]:
@@ -18,6 +21,7 @@ def _modules_after(code: str) -> list[str]:
         capture_output=True,
         text=True,
         check=True,
+        cwd=ROOT,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -26,7 +30,7 @@ def test_library_imports_no_server_code_and_no_client_library():
     mods = _modules_after(
         "import fleetplane.access as a\n"
         "a.build_access_config, a.ExecAuthenticator, a.load_provider_file, a.find_secret_kubeconfig\n"
-        "import fleetplane.access.bench, fleetplane.access.metrics, fleetplane.access._tls"
+        "import bench.access, fleetplane.access.metrics, fleetplane.access._tls"
     )
     fleet = [m for m in mods if m.startswith("fleetplane.") and not m.startswith("fleetplane.access")]
     clients = [
@@ -71,7 +75,7 @@ def test_public_names_resolve():
 
 
 def test_bench_run_small():
-    from fleetplane.access import bench
+    from bench import access as bench
 
     res = bench.run(n_profiles=50, cold_iterations=2, warm_iterations=50)
     assert res["n_profiles"] == 50 and res["distinct_configs"] == 50

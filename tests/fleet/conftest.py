@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ..harness import Hub, Kubectl, free_port, wait_for
+from ..harness import Hub, Kubectl, SimulatedCluster, wait_for
 
 PROBE_INTERVAL = 0.3
 
@@ -38,15 +38,11 @@ def fleetplane(command: str) -> list[str]:
 class FleetHub(Hub):
     """A hub running the Cluster controller (``fleetplane start``), probing often."""
 
-    def start(self, timeout: float = 20.0) -> FleetHub:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    start_timeout = 20.0
+
+    def cli_args(self) -> list[str]:
         flags = [x for flag, value in CONTROLLER_FLAGS.items() for x in (flag, value)]
-        cmd = [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console", "start",
-               "--data-dir", str(self.data_dir), "--port", str(self.port), *flags, *self.extra]
-        self._logf = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
-        wait_for(self._ready, timeout, what=f"hub on {self.url} (log: {self.log})")
-        return self
+        return ["start", *flags, *self.extra]  # a test's own flags come later, so they win
 
 
 class PhysicalCluster:
@@ -56,27 +52,18 @@ class PhysicalCluster:
     def __init__(self, data_dir: Path, name: str, simulate: bool | None = None, nodes: int = 2) -> None:
         self.data_dir = data_dir
         self.name = name
-        self.port = free_port()
         self.simulate = True if simulate is None else simulate
         self.nodes = nodes
-        self.hub = Hub(data_dir, port=self.port)
-        self.proc: subprocess.Popen | None = None
+        self.server = SimulatedCluster(data_dir, name, nodes=nodes, extra=["--kubelet-delay", "0.1"],
+                                       log_name="cluster.log") if self.simulate else Hub(data_dir)
+        self.port = self.server.port
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.server.proc
 
     def start(self, wait: bool = True) -> PhysicalCluster:
-        if not self.simulate:
-            self.hub.start()
-            self.proc = self.hub.proc
-            return self
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.data_dir / "cluster.log", "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [*fleetplane("cluster"), "cluster", "simulate", "--kubelet-delay", "0.1", "--data-dir", str(self.data_dir), "--port", str(self.port), "--name", self.name,
-             "--nodes", str(self.nodes)], stdout=log, stderr=subprocess.STDOUT)
-        self.hub.proc = self.proc
-        self.hub._logf = log
-        self.hub.log = self.data_dir / "cluster.log"
-        if wait:
-            self.wait_ready()
+        self.server.start(wait=wait)
         return self
 
     def ensure_running(self) -> None:
@@ -85,11 +72,11 @@ class PhysicalCluster:
             self.start()
 
     def wait_ready(self) -> None:
-        wait_for(self.hub._ready, 30, what=f"cluster {self.name} on port {self.port}")
+        self.server.wait_ready(30)
 
     def stop(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.hub.stop(sig)
+            self.server.stop(sig)
 
     @property
     def kubeconfig(self) -> Path:

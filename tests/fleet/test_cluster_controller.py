@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ..harness import Hub, Kubectl, free_port, wait_for
+from ..hub.test_watch import Stream
 from .conftest import Fleet, PhysicalCluster, fleetplane
 
 pytestmark = pytest.mark.timeout(120)
@@ -171,22 +172,34 @@ def test_unreachable_and_wrong_credentials_leave_the_good_cluster_alone(fleet: F
     reasons = {e["reason"] for e in fleet.events("good")}
     assert {"Connected", "Healthy", "ClusterProfileCreated"} <= reasons
     assert "Unreachable" in {e["reason"] for e in fleet.events("gone")}
-    # Steady state: probes every 0.3 s, but nothing changes, so nothing is written (2 s watches stay quiet).
-    from concurrent.futures import ThreadPoolExecutor
-
-    def quiet(plural: str) -> bytes:
-        group = {"clusters": "cluster.example.dev/v1alpha1", "clusterprofiles": "multicluster.x-k8s.io/v1alpha1"}
-        path = f"/clusters/{fleet.lc}/apis/{group[plural]}/namespaces/default/{plural}"
+    # Steady state: probes every 0.3 s, but nothing changes, so nothing is written. A Cluster added
+    # now is probed and reported; once the watches (in revision order) have delivered its report,
+    # they have delivered every earlier write: none may be about the first three.
+    paths = {plural: f"/clusters/{fleet.lc}/apis/{group}/namespaces/default/{plural}"
+             for plural, group in (("clusters", "cluster.example.dev/v1alpha1"),
+                                   ("clusterprofiles", "multicluster.x-k8s.io/v1alpha1"))}
+    streams = {}
+    for plural, path in paths.items():
         code, listed = fleet.hub.json("GET", path)
         assert code == 200 and len(listed["items"]) == 3
-        code, _, body = fleet.hub.request("GET", f"{path}?watch=1&resourceVersion={listed['metadata']['resourceVersion']}"
-                                                 "&timeoutSeconds=2")
-        assert code == 200
-        return body
-
-    with ThreadPoolExecutor(2) as pool:
-        for plural, body in zip(("clusters", "clusterprofiles"), pool.map(quiet, ("clusters", "clusterprofiles")), strict=True):
-            assert body.strip() == b"", (plural, body[:500])
+        streams[plural] = Stream(fleet.hub, f"{path}?watch=1&resourceVersion={listed['metadata']['resourceVersion']}")
+    try:
+        fleet.apply_cluster("later", cluster_a.kubeconfig_text())
+        fleet.wait_condition("later", "Ready", "True")
+        fleet.wait_condition("later", "ControlPlaneHealthy", "True", kind="clusterprofile")
+        for plural, path in paths.items():
+            reported = int(fleet.hub.json("GET", f"{path}/later")[1]["metadata"]["resourceVersion"])
+            wait_for(lambda s=streams[plural], rv=reported: any(
+                int(e["object"]["metadata"]["resourceVersion"]) >= rv for e in s.events), 10,
+                what=f"the {plural} watch to deliver the report of the later Cluster")
+    finally:
+        for s in streams.values():
+            s.close()
+    for plural, s in streams.items():
+        about_others = [(e["type"], e["object"]["metadata"]["name"],
+                         [(c["type"], c["status"], c.get("reason")) for c in (e["object"].get("status") or {}).get("conditions") or []])
+                        for e in s.events if e["object"]["metadata"]["name"] != "later"]
+        assert about_others == [], (plural, about_others[:3])
 
 
 def test_a_client_certificate_kubeconfig_gets_no_secret_reader_provider(fleet: Fleet, cluster_a: PhysicalCluster) -> None:

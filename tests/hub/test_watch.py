@@ -115,9 +115,13 @@ def test_bookmarks_arrive_on_their_interval(tmp_path):
         assert [e["type"] for e in events[:2]] == ["BOOKMARK", "BOOKMARK"]
         assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"].isdigit()
         s.close()
-        # no bookmarks unless asked for
-        quiet = Stream(hub, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=2")
-        assert quiet.ended.wait(5) and quiet.events == []
+        # no bookmarks unless asked for: none while a watch opened after it gets two
+        quiet = Stream(hub, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0")
+        asking = Stream(hub, "/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=0")
+        assert [e["type"] for e in asking.wait(2, timeout=5)[:2]] == ["BOOKMARK", "BOOKMARK"]
+        asking.close()
+        quiet.close()
+        assert quiet.events == []
     finally:
         hub.stop()
 

@@ -78,7 +78,19 @@ def test_one_leader_takeover_within_the_lease_duration_nothing_missed_nothing_tw
             body = configmap(f"item-{i}")
             body["metadata"]["labels"] = {"todo": "yes"}
             assert b.json("POST", f"/api/v1/namespaces/{ns}/configmaps", body)[0] == 201
-        time.sleep(1.0)  # a full second of three candidates: still one leader
+        # the leader renews while the other two candidates try to take the Lease: still one leader
+        lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/test-controller"
+        renewals: set[str] = set()
+
+        def renewed_while_contested() -> bool:
+            if len({who for _, who, what, _ in log.lines() if what == "candidate"}) < 3:
+                return False
+            code, lease = a.json("GET", lease_path)
+            if code == 200:
+                renewals.add(lease["spec"]["renewTime"])
+            return len(renewals) >= 5  # four renewals, each a retry period of the others' attempts
+
+        wait_for(renewed_while_contested, 10, what="the leader renewing while three candidates run")
         assert [who for _, who in log.started()] == [first]
 
         procs[first].send_signal(signal.SIGKILL)

@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from fleetplane.sim.bench import simulate_command
-
-from ..harness import Hub, Kubectl, wait_for
+from ..harness import Kubectl, SimulatedCluster, wait_for
 
 
-class Sim(Hub):
-    """A ``fleetplane cluster simulate`` process on a free port with its own data directory."""
+class Sim(SimulatedCluster):
+    """A simulated cluster that counts as started once its nodes are Ready."""
 
-    def __init__(self, data_dir: Path, name: str = "sim", port: int | None = None, nodes: int = 3,
-                 extra: list[str] | None = None) -> None:
-        super().__init__(data_dir, port, extra)
-        self.name = name
-        self.nodes = nodes
-
-    def start(self, timeout: float = 30.0) -> Sim:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [*simulate_command(), "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
-               "--nodes", str(self.nodes), *self.extra]
-        self._logf = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
-        wait_for(self._ready, timeout, what=f"simulated cluster on {self.url} (log: {self.log})")
-        wait_for(self._nodes_ready, timeout, what=f"{self.nodes} Ready nodes (log: {self.log})")
+    def start(self, timeout: float | None = None, wait: bool = True) -> Sim:
+        super().start(timeout, wait)
+        if wait:
+            wait_for(self._nodes_ready, timeout or self.start_timeout, what=f"{self.nodes} Ready nodes (log: {self.log})")
         return self
 
     def _nodes_ready(self) -> bool:

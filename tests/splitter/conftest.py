@@ -3,14 +3,13 @@ start`` runs it once wired) and a logical cluster per test."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ..harness import Hub, wait_for
+from ..harness import Hub
 from .fixtures import Fleet
 
 HUBPROC = Path(__file__).with_name("hubproc.py")
@@ -19,14 +18,10 @@ HUBPROC = Path(__file__).with_name("hubproc.py")
 class SplitHub(Hub):
     """A hub with the splitter inside (and the Cluster controller with ``--cluster-controller``)."""
 
-    def start(self, timeout: float = 20.0) -> SplitHub:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, str(HUBPROC), "--data-dir", str(self.data_dir), "--port", str(self.port),
-               *self.extra]
-        self._logf = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
-        wait_for(self._ready, timeout, what=f"hub on {self.url} (log: {self.log})")
-        return self
+    start_timeout = 20.0
+
+    def command(self, cli: list[str]) -> list[str]:
+        return [sys.executable, str(HUBPROC), "--data-dir", str(self.data_dir), "--port", str(self.port), *self.extra]
 
 
 @pytest.fixture(scope="module")

@@ -173,6 +173,16 @@ class Fleet:
         assert code == 200, body
         return body["items"]
 
+    def wait_reconciled(self, parent: str, timeout: float = 15.0) -> None:
+        """Wait until the splitter has reconciled ``parent`` after a change made now: an unhealthy
+        ClusterProfile (never eligible, so no split changes) appears in the decision annotation,
+        which is written last, after the children. What a test then finds is what the splitter did,
+        not what it had not done yet."""
+        marker = "marker-" + uuid.uuid4().hex[:6]
+        self.profile(marker, healthy=False)
+        wait_for(lambda: marker in self.decision(parent).get("filtered", {}), timeout, interval=0.1,
+                 what=f"the splitter to reconcile {parent} after ClusterProfile {marker} appeared")
+
     def decision(self, name: str) -> dict:
         raw = ((self.get(name) or {}).get("metadata", {}).get("annotations") or {}).get("placement.fleetplane.io/decision")
         return json.loads(raw) if raw else {}

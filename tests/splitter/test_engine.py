@@ -7,6 +7,7 @@ import itertools
 import random
 
 import pytest
+from bench.placement import run as bench_run
 
 from fleetplane.fleet.placement import (
     ClusterInfo,
@@ -18,7 +19,6 @@ from fleetplane.fleet.placement import (
     parse_policy,
     requests_of,
 )
-from fleetplane.fleet.placement.bench import run as bench_run
 from fleetplane.fleet.placement.engine import Prepared
 from fleetplane.fleet.splitter.rollout import ChildView, plan
 from fleetplane.fleet.splitter.status import aggregate

@@ -129,7 +129,7 @@ def test_a_third_cluster_joins_make_before_break(fleet: Fleet) -> None:
     f.profile("north")
     f.wait_split("web", {"east": 7, "west": 8, "north": 5})  # the new home first
     wait_condition(f, "web", "Placement", "True", "Rebalancing")
-    time.sleep(0.5)
+    f.wait_reconciled("web")
     assert f.split("web") == {"east": 7, "west": 8, "north": 5}, "nothing serving goes before its replacement"
     north = f.children("web")["north"]
     f.set_child_status(north, 2)  # two replacements up: two may go
@@ -181,7 +181,7 @@ def test_a_flapping_cluster_does_not_thrash(fleet: Fleet) -> None:
         f.profile("west", healthy=healthy)
         time.sleep(0.4 if not healthy else 0.2)
     f.profile("west", healthy=True)
-    time.sleep(0.5)
+    f.wait_reconciled("web")
     after = {c: (k["metadata"]["generation"], k["spec"]["replicas"]) for c, k in f.children("web").items()}
     assert after == before
 
@@ -287,7 +287,7 @@ def test_replicas_that_stay_unschedulable_move(fleet: Fleet) -> None:
     c = wait_condition(f, "web", "ReplicaFailure", "True", "Unschedulable")
     assert "west: 2 of 8 replicas unavailable" in c["message"] and "no other cluster has room" in c["message"]
     assert f.conditions("web")["Placement"]["reason"] == "Unschedulable"
-    time.sleep(0.5)
+    f.wait_reconciled("web")
     assert f.split("web") == {"east": 2, "west": 8}, "no replica lost, none thrashing"
 
 

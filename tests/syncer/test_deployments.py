@@ -3,43 +3,19 @@ from the cluster's OpenAPI v3, run there, and reported back as kube-apiserver wo
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from ..harness import Hub, Kubectl, wait_for
+from ..harness import Kubectl, SimulatedCluster, wait_for
 from .conftest import Api, state, target
-
-try:
-    from fleetplane.sim.bench import simulate_command
-except ImportError:  # pragma: no cover - the simulator is another engineer's work
-    simulate_command = None  # type: ignore[assignment]
 
 DEPLOYS = "/apis/apps/v1/namespaces/demo/deployments"
 
 
-class Sim(Hub):
-    def __init__(self, data_dir: Path, name: str) -> None:
-        super().__init__(data_dir)
-        self.name = name
-
-    def start(self, timeout: float = 30.0) -> Sim:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [*simulate_command(), "--name", self.name, "--data-dir", str(self.data_dir), "--port", str(self.port),
-               "--nodes", "2", "--kubelet-delay", "0.1"]
-        self._logf = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
-        wait_for(self._ready, timeout, what=f"simulated cluster (log: {self.log})")
-        return self
-
-
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    if simulate_command is None:
-        pytest.skip("fleetplane cluster simulate is not available")
-    s = Sim(tmp_path_factory.mktemp("sim"), "sim1").start()
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedCluster]:
+    s = SimulatedCluster(tmp_path_factory.mktemp("sim"), "sim1", nodes=2, extra=["--kubelet-delay", "0.1"]).start()
     yield s
     s.stop()
 

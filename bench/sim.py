@@ -16,29 +16,19 @@ import shutil
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from fleetplane.lab import CLI
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def simulate_command() -> list[str]:
-    """``fleetplane cluster simulate`` through the main CLI once it has the subcommand."""
-    import contextlib
-    import io
-
-    from ..cli.main import parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            parser().parse_args(["cluster", "simulate", "--name", "x"])
-        return [sys.executable, "-m", "fleetplane.cli.main", "--log-format", "console", "cluster", "simulate"]
-    except SystemExit:
-        return [sys.executable, "-m", "fleetplane.cli.cluster", "--log-format", "console", "simulate"]
+#: ``fleetplane cluster simulate`` through the main CLI (flags follow)
+SIMULATE = [*CLI, "--log-format", "console", "cluster", "simulate"]
 
 
 def _free_port() -> int:
@@ -96,7 +86,7 @@ def run(nodes: int = 10, replicas: int = 300, idle_seconds: float = 10.0) -> dic
     port = _free_port()
     log = open(tmp / "sim.log", "wb")  # noqa: SIM115
     started = time.monotonic()
-    proc = subprocess.Popen([*simulate_command(), "--name", "bench", "--data-dir", str(tmp / "data"), "--port", str(port),
+    proc = subprocess.Popen([*SIMULATE, "--name", "bench", "--data-dir", str(tmp / "data"), "--port", str(port),
                              "--nodes", str(nodes), "--kubelet-delay", "0"], stdout=log, stderr=subprocess.STDOUT)
     try:
         url = f"https://127.0.0.1:{port}"

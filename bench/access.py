@@ -24,9 +24,14 @@ import tempfile
 import time
 from typing import Any
 
-from .execplugin import get_authenticator
-from .profile import ADDITIONAL_ARGS_EXTENSION, ADDITIONAL_ENVS_EXTENSION, EXEC_EXTENSION, build_access_config
-from .provider import ProviderConfig
+from fleetplane.access.execplugin import get_authenticator
+from fleetplane.access.profile import (
+    ADDITIONAL_ARGS_EXTENSION,
+    ADDITIONAL_ENVS_EXTENSION,
+    EXEC_EXTENSION,
+    build_access_config,
+)
+from fleetplane.access.provider import ProviderConfig
 
 _RESPONSE = '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"bench-token"}}'
 

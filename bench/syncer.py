@@ -14,7 +14,7 @@ Two measurements, each open loop at ``rate`` objects per second (spread over the
 * **up**: from the start of a status write in the cluster (as a controller there would) to the
   MODIFIED event carrying that status on a watch of the hub.
 
-Everything shares the machine's cores. ``python -m fleetplane.fleet.syncer.bench`` prints JSON.
+Everything shares the machine's cores. ``python -m bench.syncer`` prints JSON.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...kube.client import MERGE_PATCH, ApiError, Client
-from ...kube.kubeconfig import ApiTarget
+from fleetplane.kube.client import MERGE_PATCH, ApiError, Client
+from fleetplane.kube.kubeconfig import ApiTarget
+
+from .sim import SIMULATE
 
 GROUP = "bench.fleetplane.io"
 PLURAL = "benchwidgets"
@@ -122,9 +124,7 @@ def _hub_cmd(data_dir: Path, port: int) -> list[str]:
 
 
 def _sim_cmd(name: str, data_dir: Path, port: int) -> list[str]:
-    from fleetplane.sim.bench import simulate_command
-
-    return [*simulate_command(), "--name", name, "--data-dir", str(data_dir), "--port", str(port), "--nodes", "1"]
+    return [*SIMULATE, "--name", name, "--data-dir", str(data_dir), "--port", str(port), "--nodes", "1"]
 
 
 def _target_json(t: ApiTarget) -> dict:
@@ -180,11 +180,6 @@ async def run(clusters: int = 3, objects: int = 600, rate: float = 100.0, backen
     """Measure; returns latencies in milliseconds. ``backend``: "hub" or "sim"."""
     if quick:
         objects = min(objects, 200)
-    if backend == "sim":
-        try:
-            from fleetplane.sim.bench import simulate_command  # noqa: F401
-        except ImportError:
-            backend = "hub"
     tmp = Path(tempfile.mkdtemp(prefix="fleetplane-syncer-bench-"))
     procs: list[_Proc] = []
     clients: list[Client] = []
@@ -213,7 +208,7 @@ async def run(clusters: int = 3, objects: int = 600, rate: float = 100.0, backen
         config = {"hub": _target_json(hub_t.for_logical_cluster(LC)),
                   "clusters": [{"name": n, "target": _target_json(t)} for n, t in zip(names, down_ts, strict=True)]}
         (tmp / "syncers.json").write_text(json.dumps(config))
-        procs.append(_Proc([sys.executable, "-m", "fleetplane.fleet.syncer.bench", "--serve-syncers", str(tmp / "syncers.json")],
+        procs.append(_Proc([sys.executable, "-m", "bench.syncer", "--serve-syncers", str(tmp / "syncers.json")],
                            tmp / "syncers"))
         path = f"/apis/{GROUP}/v1/namespaces/b/{PLURAL}"
         deadline = time.monotonic() + 60
@@ -290,7 +285,7 @@ async def run(clusters: int = 3, objects: int = 600, rate: float = 100.0, backen
 
 async def _serve_syncers(cfg: dict) -> None:
     """The Syncers of the benchmark, all in this process (as the Cluster controller runs them)."""
-    from . import Syncer
+    from fleetplane.fleet.syncer import Syncer
 
     hub = ApiTarget(**cfg["hub"])
     syncers = [Syncer(cluster_name=c["name"], hub=hub, downstream=ApiTarget(**c["target"]),

@@ -1,6 +1,6 @@
 """End to end: N Deployments over M simulated clusters, from a cold start to full READY, and after a
 hub restart, beside a baseline of the same run: what the clusters alone take.
-``python -m fleetplane.fleet.splitter.bench [--deployments 1000] [--clusters 10]`` or ``run()``
+``python -m bench.split [--deployments 1000] [--clusters 10]`` or ``run()``
 (part ``split`` of ``make bench``).
 
 Real processes, started through the CLI by :class:`fleetplane.lab.Lab`: M simulated clusters
@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...lab import Lab, Process
-from ..placement import ClusterInfo, decide
+from fleetplane.fleet.placement import ClusterInfo, decide
+from fleetplane.lab import Lab, Process
 
 JOIN_GRACE = 2.0
 #: ``fleetplane start``'s defaults (probe timeouts, Syncer type polling, grace periods, the KEP's
@@ -101,7 +101,8 @@ class _Marks:
     """When 50, 90, 99 and 100 % of ``n`` were READY (seconds from ``t0``)."""
 
     def __init__(self, n: int, t0: float) -> None:
-        self.n, self.t0, self.marks = n, t0, {}
+        self.n, self.t0 = n, t0
+        self.marks: dict[str, float] = {}
 
     def update(self, ready: int) -> bool:
         for pct in (50, 90, 99, 100):
@@ -276,7 +277,7 @@ def run(deployments: int = 1000, clusters: int = 10, replicas: int = 3, workdir:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fleetplane.fleet.splitter.bench")
+    p = argparse.ArgumentParser(prog="python -m bench.split")
     p.add_argument("--deployments", type=int, default=1000)
     p.add_argument("--clusters", type=int, default=10)
     p.add_argument("--replicas", type=int, default=3)

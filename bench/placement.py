@@ -1,4 +1,4 @@
-"""Placement decision latency: ``python -m fleetplane.fleet.placement.bench`` or ``run()``.
+"""Placement decision latency: ``python -m bench.placement`` or ``run()``.
 
 A fleet of 1,000 ClusterProfiles (dicts as listed from the hub, turned into ClusterInfo once, as
 the splitter does on every profile change) across 4 regions and 12 zones, with labels, capacity
@@ -17,9 +17,9 @@ import sys
 import time
 from typing import Any
 
-from .engine import Prepared, decide
-from .fleet import ClusterInfo
-from .policy import parse_policy
+from fleetplane.fleet.placement.engine import Prepared, decide
+from fleetplane.fleet.placement.fleet import ClusterInfo
+from fleetplane.fleet.placement.policy import parse_policy
 
 POLICY = """
 strategy: Even
