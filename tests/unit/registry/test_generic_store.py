@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from fleetplane.apimachinery.errors import StatusError
-from fleetplane.apimachinery.selectors import FieldSelector, LabelSelector
+from fleetplane.apimachinery.fields import FieldSelector
+from fleetplane.apimachinery.labels import LabelSelector
 from fleetplane.registry.store import ListOptions
 from fleetplane.storage.watchcache import Watcher
 
