@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .workqueue import WorkQueue
 
-__all__ = ["Controller", "ErrorLogger", "Reconcile", "Result", "every", "log_sync_error"]
+__all__ = ["Controller", "ErrorLogger", "Reconcile", "Result", "every", "log_sync_error", "stop_tasks"]
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +123,18 @@ class Controller(Generic[K]):
         try:
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await stop_tasks(tasks)
             self.queue.close()
+
+
+async def stop_tasks(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has finished (whatever it raised on the way out)."""
+    pending = list(tasks)
+    for t in pending:
+        t.cancel()
+    for t in pending:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
 
 
 async def every(seconds: float, tick: Callable[[], None]) -> None:

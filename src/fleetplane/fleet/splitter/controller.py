@@ -46,6 +46,7 @@ from typing import Any
 
 from ...inventory import constants as ic
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client, api_path
+from ...kube.controller import stop_tasks
 from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
@@ -231,11 +232,7 @@ class Splitter:
                                              name="splitter-workers"))
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await stop_tasks(tasks)
             self.queue.close()
 
     # -- events from the informers ------------------------------------------------------------
