@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -55,9 +56,10 @@ def log_sync_error(name: str, key: Any, err: Exception, delay: float) -> None:
     """The default report of a failed reconcile: quiet for what a retry fixes by itself (a 404 or
     409, a namespace terminating), INFO for an unreachable server, else a WARNING (a traceback
     for anything but an API error)."""
-    from .client import ApiError  # not at the top: the hub's in-process controllers need no HTTP client
-
-    if isinstance(err, ApiError):
+    # an ApiError exists only once the client is loaded; the hub's in-process controllers never load
+    # it (importing it here would stall their event loop for the HTTP libraries' import)
+    client = sys.modules.get(f"{__package__}.client")
+    if client is not None and isinstance(err, client.ApiError):
         quiet = err.status in (404, 409) or err.has_cause("NamespaceTerminating")
         level = logging.DEBUG if quiet else logging.INFO if err.status == 0 else logging.WARNING
         log.log(level, "%s: syncing %s failed: %s; retrying in %.2fs", name, key, err, delay)
@@ -138,7 +140,11 @@ async def stop_tasks(tasks: Iterable[asyncio.Future[Any]]) -> None:
 
 
 async def every(seconds: float, tick: Callable[[], None]) -> None:
-    """A source calling ``tick()`` (which enqueues) every ``seconds``, until cancelled: a resync."""
+    """A source calling ``tick()`` (which enqueues) every ``seconds``, until cancelled: a resync.
+    A tick that fails is logged; the next one comes all the same."""
     while True:
         await asyncio.sleep(seconds)
-        tick()
+        try:
+            tick()
+        except Exception:
+            log.exception("resync failed")

@@ -61,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser | Any, cls: type, *, prefix: s
         parse = f.metadata.get("type") or (type(default) if default is not None else str)
         kwargs: dict[str, Any] = {"default": default, "type": parse, "help": f.metadata["help"],
                                   "dest": _dest(prefix, f).replace("-", "_")}
+        if isinstance(default, bool):  # --name and --no-name
+            kwargs["action"] = argparse.BooleanOptionalAction
+            del kwargs["type"]
         if f.metadata.get("metavar"):
             kwargs["metavar"] = f.metadata["metavar"]
         parser.add_argument("--" + _dest(prefix, f), **kwargs)
