@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
 
 from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
+from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
+from ..fleet.splitter.options import SplitterOptions
 from ..kube.options import add_arguments, from_args
 from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
@@ -64,9 +67,8 @@ def _start(args: argparse.Namespace) -> int:
                             cluster_profiles=not args.no_cluster_profiles)
         controllers.append(_controller("fleetplane.fleet.cluster.run", CLUSTER_CONTROLLER, options=options))
     if not args.no_splitter:
-        controllers.append(_controller(
-            "fleetplane.fleet.splitter", SPLITTER, join_grace=args.splitter_join_grace,
-            unhealthy_grace=args.splitter_unhealthy_grace, unschedulable_grace=args.splitter_unschedulable_grace))
+        split = from_args(SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS)
+        controllers.append(_controller("fleetplane.fleet.splitter", SPLITTER, **dataclasses.asdict(split)))
     run(Options(system_crds=[CLUSTER_CRD, CLUSTERDAEMONSET_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
@@ -128,12 +130,7 @@ def parser() -> argparse.ArgumentParser:
     add_arguments(start, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)
     start.add_argument("--no-splitter", action="store_true",
                        help="do not run the Deployment splitter and ClusterDaemonSet controller")
-    start.add_argument("--splitter-join-grace", type=float, default=10.0, metavar="SECONDS",
-                       help="how long a cluster must be healthy before it receives replicas (damping)")
-    start.add_argument("--splitter-unhealthy-grace", type=float, default=30.0, metavar="SECONDS",
-                       help="how long a cluster may be unhealthy before its replicas move (damping)")
-    start.add_argument("--splitter-unschedulable-grace", type=float, default=60.0, metavar="SECONDS",
-                       help="how long replicas may stay unschedulable in a cluster before they move")
+    add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

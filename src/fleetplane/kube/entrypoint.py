@@ -26,8 +26,9 @@ class Runnable(Protocol):
     def run(self) -> Awaitable[Any]: ...
 
 
-def run_until_signalled(main: Callable[[], Awaitable[Any]]) -> None:
-    """``asyncio.run(main())``, cancelled (cleanly, so what it started stops) on SIGTERM or SIGINT."""
+def run_until_signalled(main: Callable[[], Awaitable[Any]], *, use_uvloop: bool = False) -> None:
+    """``asyncio.run(main())`` (on uvloop with ``use_uvloop``), cancelled (cleanly, so what it
+    started stops) on SIGTERM or SIGINT."""
 
     async def go() -> None:
         task = asyncio.current_task()
@@ -37,12 +38,17 @@ def run_until_signalled(main: Callable[[], Awaitable[Any]]) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await main()
 
-    asyncio.run(go())
+    if use_uvloop:
+        import uvloop
+
+        uvloop.run(go())
+    else:
+        asyncio.run(go())
 
 
 def controller_main(argv: Sequence[str] | None, *, prog: str, name: str, description: str, options: type,
                     build: Callable[[str, str | None, Any], Runnable], lease: str | None = None,
-                    only: Sequence[str] | None = None, log_format: str = "json") -> int:
+                    only: Sequence[str] | None = None, log_format: str = "json", use_uvloop: bool = False) -> int:
     """Parse ``--kubeconfig``, ``--context``, the logging flags, ``--leader-elect`` (with a
     ``lease``) and the flags of the ``options`` dataclass (those in ``only``); build the controller
     with ``build(kubeconfig, context, options)`` (a KubeconfigError is a usage error, exit 2) and
@@ -79,7 +85,7 @@ def controller_main(argv: Sequence[str] | None, *, prog: str, name: str, descrip
     if lease is not None and getattr(args, "leader_elect", False):
         from .leaderelection import run_as_leader
 
-        run_until_signalled(lambda: run_as_leader(lease, args.kubeconfig, term))
+        run_until_signalled(lambda: run_as_leader(lease, args.kubeconfig, term), use_uvloop=use_uvloop)
     else:
-        run_until_signalled(term)
+        run_until_signalled(term, use_uvloop=use_uvloop)
     return 0
