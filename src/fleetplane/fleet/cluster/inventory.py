@@ -137,7 +137,7 @@ class Inventory:
         else:
             cph = (False if c_status is False else None, c_reason, c_msg)
         if conn.connected_once:
-            joined: Cond = (True, "Joined", f"managed by {opts.manager_name} through Cluster {state.ns}/{state.name}")
+            joined: tuple[bool, str, str] = (True, "Joined", f"managed by {opts.manager_name} through Cluster {state.ns}/{state.name}")
         else:
             joined = (False, c_reason if not c_status else "Joining", c_msg)
         status = inv.profile_status(state.inventory.profile_conditions, cluster=obj, report=conn.known, healthy=cph,
