@@ -140,79 +140,80 @@ def _syncer_calls() -> list[Call]:
 
 
 def _pull_calls() -> list[Call]:
-    """The pull-mode syncer (fleet/cluster_pull.py) on top of the Syncer's."""
+    """The pull-mode syncer (fleet/cluster/pull.py) on top of the Syncer's."""
     lease = ids.syncer_lease_name(CLUSTER)
     return [
-        Call(PULL, "fleet/cluster_pull.py", "lease = await self.hub.get(self.lease_path)", "get", *LEASES,
+        Call(PULL, "fleet/cluster/pull.py", "lease = await self.hub.get(self.lease_path)", "get", *LEASES,
              namespace=CLUSTER_NS, name=lease),
-        Call(PULL, "fleet/cluster_pull.py", "cluster = await self.hub.get(self.cluster_path)", "get", *CLUSTERS,
+        Call(PULL, "fleet/cluster/pull.py", "cluster = await self.hub.get(self.cluster_path)", "get", *CLUSTERS,
              namespace=CLUSTER_NS, name=CLUSTER),
-        Call(PULL, "fleet/cluster_pull.py", "await self.hub.create(ClusterController.lease_path(self.lc, self.ns), body)",
+        Call(PULL, "fleet/cluster/pull.py", "await self.hub.create(paths.lease_path(self.lc, self.ns), body)",
              "create", *LEASES, namespace=CLUSTER_NS),
-        Call(PULL, "fleet/cluster_pull.py", 'await self.hub.patch(self.lease_path, {"metadata": {"annotations": annotations}',
+        Call(PULL, "fleet/cluster/pull.py", 'await self.hub.patch(self.lease_path, {"metadata": {"annotations": annotations}',
              "patch", *LEASES, namespace=CLUSTER_NS, name=lease),
     ]
 
 
 def _leader_calls(component: str, lease: str) -> list[Call]:
-    ns = ids.LEADER_ELECTION_NAMESPACE
+    f, ns = "kube/leaderelection.py", ids.LEADER_ELECTION_NAMESPACE
     return [
-        Call(component, "fleet/leader.py", "lease = await self.api.read_namespaced_lease(cfg.name, cfg.namespace)", "get",
+        Call(component, f, "lease = await self.client.get(self._path(cfg.name))", "get",
              *LEASES, where="root", namespace=ns, name=lease),
-        Call(component, "fleet/leader.py", "created = await self.api.create_namespaced_lease(", "create", *LEASES,
+        Call(component, f, "created = await self.client.create(self._path(),", "create", *LEASES,
              where="root", namespace=ns),
-        Call(component, "fleet/leader.py", "updated = await self.api.replace_namespaced_lease(", "update", *LEASES,
+        Call(component, f, "updated = await self.client.replace(\n                self._path(cfg.name),", "update", *LEASES,
              where="root", namespace=ns, name=lease),
-        Call(component, "fleet/leader.py", "await self.api.replace_namespaced_lease(cfg.name, cfg.namespace, body)",
+        Call(component, f, "await self.client.replace(self._path(cfg.name), body)",
              "update", *LEASES, where="root", namespace=ns, name=lease),
     ]
 
 
 def _controller_calls() -> list[Call]:
-    f, ns = "fleet/cluster_controller.py", CLUSTER_NS
+    f, ns = "fleet/cluster/controller.py", CLUSTER_NS
+    inv, dele = "fleet/cluster/inventory.py", "fleet/cluster/deletion.py"
     out = [
         Call(CC, f, 'Informer(self.hub, f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"', "list", *CLUSTERS, where="wildcard"),
         Call(CC, f, 'Informer(self.hub, f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"', "watch", *CLUSTERS, where="wildcard"),
-        Call(CC, f, "updated = await self.ctrl.hub.patch(self.ctrl.cluster_path(self.lc, self.ns, self.name), body)",
+        Call(CC, "fleet/cluster/finalizer.py", "updated = await self.hub.patch(cluster_path(state.lc, state.ns, state.name), body)",
              "patch", *CLUSTERS, namespace=ns, name=CLUSTER),
-        Call(CC, f, 'updated = await self.ctrl.hub.patch(self.ctrl.cluster_path(self.lc, self.ns, self.name, "/status")',
+        Call(CC, f, 'return await self.hub.patch(cluster_path(state.lc, state.ns, state.name, "/status"), body)',
              "patch", *CLUSTERS, "status", namespace=ns, name=CLUSTER),
-        Call(CC, f, "existing = await hub.get(path)", "get", *PROFILES, namespace=ns, name=CLUSTER),
-        Call(CC, f, "existing = await hub.create(self.ctrl.profile_path(self.lc, self.ns)", "create", *PROFILES, namespace=ns),
-        Call(CC, f, "prof = await hub.get(self.ctrl.profile_path(self.lc, self.ns, self.name))", "get", *PROFILES,
+        Call(CC, inv, "existing = await hub.get(path)", "get", *PROFILES, namespace=ns, name=CLUSTER),
+        Call(CC, inv, "existing = await hub.create(profile_path(state.lc, state.ns)", "create", *PROFILES, namespace=ns),
+        Call(CC, dele, "prof = await hub.get(profile_path(lc, ns, name))", "get", *PROFILES,
              namespace=ns, name=CLUSTER),
-        Call(CC, f, "await hub.delete(self.ctrl.profile_path(self.lc, self.ns, self.name))", "delete", *PROFILES,
+        Call(CC, dele, "await hub.delete(profile_path(lc, ns, name))", "delete", *PROFILES,
              namespace=ns, name=CLUSTER),
-        Call(CC, f, 'await self.hub.apply(self.profile_path(lc, ns, name, "/status"), body, FIELD_MANAGER)', "patch",
+        Call(CC, f, 'await self.hub.apply(profile_path(lc, ns, name, "/status"), body, FIELD_MANAGER)', "patch",
              *PROFILES, "status", namespace=ns, name=CLUSTER),
-        Call(CC, "inventory/status.py", "patch_namespaced_custom_object_status(", "patch", *PROFILES, "status",
-             namespace=ns, name=CLUSTER),
-        Call(CC, f, "current = await hub.get(path)", "get", "", "secrets", namespace=ns, name=CLUSTER),
-        Call(CC, f, 'await hub.create(self.ctrl.core_path(self.lc, self.ns, "secrets"), desired)', "create", "", "secrets",
+        Call(CC, "inventory/status.py", "await self.api_client.apply(path, body, self.field_manager, force=True)", "patch",
+             *PROFILES, "status", namespace=ns, name=CLUSTER),
+        Call(CC, inv, "current = await hub.get(path)", "get", "", "secrets", namespace=ns, name=CLUSTER),
+        Call(CC, inv, 'await hub.create(core_path(state.lc, state.ns, "secrets"), desired)', "create", "", "secrets",
              namespace=ns),
-        Call(CC, f, 'await hub.patch(path, {"data": desired["data"]})', "patch", "", "secrets", namespace=ns, name=CLUSTER),
-        Call(CC, f, "await hub.delete(path)", "delete", "", "secrets", namespace=ns, name=CLUSTER),
-        Call(CC, f, 'secret = await hub.get(self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))', "get", "",
+        Call(CC, inv, 'await hub.patch(path, {"data": desired["data"]})', "patch", "", "secrets", namespace=ns, name=CLUSTER),
+        Call(CC, inv, "await hub.delete(path)", "delete", "", "secrets", namespace=ns, name=CLUSTER),
+        Call(CC, dele, 'secret = await hub.get(core_path(lc, ns, "secrets", name))', "get", "",
              "secrets", namespace=ns, name=CLUSTER),
-        Call(CC, f, 'await hub.delete(self.ctrl.core_path(self.lc, self.ns, "secrets", self.name))', "delete", "",
+        Call(CC, dele, 'await hub.delete(core_path(lc, ns, "secrets", name))', "delete", "",
              "secrets", namespace=ns, name=CLUSTER),
-        Call(CC, f, "return await self.ctrl.hub.get(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))",
+        Call(CC, f, "return await self.hub.get(lease_path(state.lc, state.ns, lease_name(state.name)))",
              "get", *LEASES, namespace=ns, name=ids.syncer_lease_name(CLUSTER)),
-        Call(CC, f, "await hub.delete(self.ctrl.lease_path(self.lc, self.ns, lease_name(self.name)))", "delete",
+        Call(CC, dele, "await hub.delete(lease_path(lc, ns, lease_name(name)))", "delete",
              *LEASES, namespace=ns, name=ids.syncer_lease_name(CLUSTER)),
         Call(CC, "kube/events.py", "await self.client.create(path, body)", "create", "", "events", namespace=ns),
         # release_hub_objects, for each default synced type
-        Call(CC, "fleet/cluster_cleanup.py", 'lst = await hub.get(crds, {"labelSelector": label})', "list", *CRDS),
-        Call(CC, "fleet/cluster_cleanup.py", "await hub.patch(f\"{crds}/{crd['metadata']['name']}\"", "patch", *CRDS,
+        Call(CC, "fleet/cluster/cleanup.py", 'lst = await hub.get(crds, {"labelSelector": label})', "list", *CRDS),
+        Call(CC, "fleet/cluster/cleanup.py", "await hub.patch(f\"{crds}/{crd['metadata']['name']}\"", "patch", *CRDS,
              name="widgets.example.com"),
     ]
     for group, res in (("", "configmaps"), ("", "secrets"), ("", "serviceaccounts"), ("apps", "deployments")):
         out += [
-            Call(CC, "fleet/cluster_cleanup.py", 'lst = await hub.get(f"{prefix}{base}/{plural}", {"labelSelector"', "list",
+            Call(CC, "fleet/cluster/cleanup.py", 'lst = await hub.get(f"{prefix}{base}/{plural}", {"labelSelector"', "list",
                  group, res, namespace=""),
-            Call(CC, "fleet/cluster_cleanup.py", 'await hub.patch(path, {"metadata": patch})', "patch", group, res,
+            Call(CC, "fleet/cluster/cleanup.py", 'await hub.patch(path, {"metadata": patch})', "patch", group, res,
                  namespace="default", name="obj"),
-            Call(CC, "fleet/cluster_cleanup.py", "obj = await hub.get(path)", "get", group, res, namespace="default", name="obj"),
+            Call(CC, "fleet/cluster/cleanup.py", "obj = await hub.get(path)", "get", group, res, namespace="default", name="obj"),
         ]
     out += _leader_calls(CC, ids.CLUSTER_CONTROLLER_LEASE)
     return out
@@ -400,8 +401,8 @@ def test_pull_syncer_calls_are_covered_by_its_bindings(call: Call) -> None:
 
 
 def test_push_syncers_act_as_their_own_service_account() -> None:
-    """cluster_controller.py provisions the Syncer's identity and hands it that token, not ours."""
-    text = (SRC / "fleet/cluster_controller.py").read_text()
+    """The Cluster controller's syncer step provisions the Syncer's identity and hands it that token, not ours."""
+    text = (SRC / "fleet/cluster/syncer.py").read_text()
     assert "identities.provision_syncer_identity(" in text and "token=token, client_cert_data=None" in text
 
 
@@ -576,7 +577,7 @@ def test_the_constants_match_the_code() -> None:
 
     assert ids.SPLITTER_LEASE == LEASE_NAME
     assert ids.syncer_lease_name("x") == cluster_controller.lease_name("x")
-    assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster_controller.py").read_text()
+    assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster/run.py").read_text()
     assert leader.LeaderElectionConfig("x").namespace == ids.LEADER_ELECTION_NAMESPACE
     rbac = pytest.importorskip("fleetplane.pipeline.authorization.rbac")
     assert rbac.WILDCARD_PATH == ids.WILDCARD_PATH

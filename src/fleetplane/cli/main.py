@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
 
+from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
+from ..fleet.cluster.options import ClusterControllerOptions
+from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
+from ..fleet.splitter.options import SplitterOptions
+from ..kube.options import add_arguments, from_args
 from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
 from .inventory import add_parser as add_inventory_parser
@@ -45,7 +51,7 @@ def _controller(module: str, identity: str, **options):
 
 def _start(args: argparse.Namespace) -> int:
     from ..fleet import identities
-    from ..fleet.cluster_crd import CLUSTER_CRD
+    from ..fleet.cluster.crd import CLUSTER_CRD
     from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
     from ..fleet.identities import CLUSTER_CONTROLLER, SPLITTER
     from ..pipeline.authorization import bootstrap
@@ -57,18 +63,12 @@ def _start(args: argparse.Namespace) -> int:
     storage = _storage_url(args)
     controllers = []
     if not args.no_cluster_controller:
-        # the status budget: KEP-4322's unless set (the controller's defaults)
-        budget = {k: v for k, v in (("status_rate", args.cluster_status_rate),
-                                    ("status_burst", args.cluster_status_burst)) if v is not None}
-        controllers.append(_controller(
-            "fleetplane.fleet.cluster_controller", CLUSTER_CONTROLLER, probe_interval=args.cluster_probe_interval,
-            details_interval=args.cluster_details_interval, syncer_poll_interval=args.syncer_poll_interval,
-            request_timeout=args.cluster_request_timeout, failure_threshold=args.cluster_failure_threshold,
-            cluster_profiles=not args.no_cluster_profiles, **budget))
+        options = from_args(ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
+                            cluster_profiles=not args.no_cluster_profiles)
+        controllers.append(_controller("fleetplane.fleet.cluster.run", CLUSTER_CONTROLLER, options=options))
     if not args.no_splitter:
-        controllers.append(_controller(
-            "fleetplane.fleet.splitter", SPLITTER, join_grace=args.splitter_join_grace,
-            unhealthy_grace=args.splitter_unhealthy_grace, unschedulable_grace=args.splitter_unschedulable_grace))
+        split = from_args(SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS)
+        controllers.append(_controller("fleetplane.fleet.splitter", SPLITTER, **dataclasses.asdict(split)))
     run(Options(system_crds=[CLUSTER_CRD, CLUSTERDAEMONSET_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                 auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
                 bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
@@ -127,31 +127,10 @@ def parser() -> argparse.ArgumentParser:
                        help="how long one etcd request may take before the API answers 504")
     start.add_argument("--no-cluster-controller", action="store_true",
                        help="do not run the Cluster controller (the Cluster API is still served)")
-    start.add_argument("--cluster-probe-interval", type=float, default=10.0, metavar="SECONDS",
-                       help="how often each Cluster's health is probed")
-    start.add_argument("--cluster-details-interval", type=float, default=60.0, metavar="SECONDS",
-                       help="how often each Cluster's version, nodes and capacity are read")
-    start.add_argument("--cluster-request-timeout", type=float, default=5.0, metavar="SECONDS",
-                       help="how long one request of the Cluster controller (to a cluster or the hub) may take; a probe that takes longer fails")
-    start.add_argument("--cluster-failure-threshold", type=float, default=30.0, metavar="SECONDS",
-                       help="how long probes must fail without a break before a healthy Cluster is reported "
-                            "disconnected or unhealthy (its conditions and ClusterProfile keep their last healthy "
-                            "state meanwhile; the first failure is an Event)")
-    start.add_argument("--cluster-status-rate", type=float, default=None, metavar="PER-SECOND",
-                       help="ClusterProfile status writes per second and profile once the burst is spent "
-                            "(default: KEP-4322's budget, one every 30 s)")
-    start.add_argument("--cluster-status-burst", type=int, default=None, metavar="N",
-                       help="ClusterProfile status writes one profile may make in a burst (default: KEP-4322's, 10)")
-    start.add_argument("--syncer-poll-interval", type=float, default=None, metavar="SECONDS",
-                       help="how often Syncers poll a cluster's types (there is no watch on discovery)")
+    add_arguments(start, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)
     start.add_argument("--no-splitter", action="store_true",
                        help="do not run the Deployment splitter and ClusterDaemonSet controller")
-    start.add_argument("--splitter-join-grace", type=float, default=10.0, metavar="SECONDS",
-                       help="how long a cluster must be healthy before it receives replicas (damping)")
-    start.add_argument("--splitter-unhealthy-grace", type=float, default=30.0, metavar="SECONDS",
-                       help="how long a cluster may be unhealthy before its replicas move (damping)")
-    start.add_argument("--splitter-unschedulable-grace", type=float, default=60.0, metavar="SECONDS",
-                       help="how long replicas may stay unschedulable in a cluster before they move")
+    add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

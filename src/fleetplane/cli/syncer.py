@@ -4,7 +4,7 @@
 [--cluster-kubeconfig KC]`` runs next to (or inside) the physical cluster of the Cluster ``NS/NAME``
 (``spec.syncerMode: Pull``) in logical cluster ``LC`` (default: the one in HUB's server URL, else
 ``root``); without ``--cluster-kubeconfig`` it uses the pod's service account. What it does:
-:mod:`fleetplane.fleet.cluster_pull`.
+:mod:`fleetplane.fleet.cluster.pull`.
 
 ``fleetplane syncer manifests --cluster NAME [--hub-kubeconfig HUB] [--hub-server URL] [--image IMG]``
 prints what a real cluster needs to run it: a Namespace, ServiceAccount, ClusterRole and binding,
@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Any
 
-# The work is in fleetplane.fleet.cluster_pull, imported when a command runs (keeps `fleetplane` fast).
+# The work is in fleetplane.fleet.cluster.pull, imported when a command runs (keeps `fleetplane` fast).
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -78,7 +78,7 @@ def run_manifests(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from ..fleet.cluster_pull import (
+    from ..fleet.cluster.pull import (
         DEFAULT_IMAGE,
         DEFAULT_SYNCER_NAMESPACE,
         hub_kubeconfig_for,
@@ -117,9 +117,9 @@ def _resources(args: argparse.Namespace) -> list[str] | None:
 
 
 def run_syncer(args: argparse.Namespace) -> int:
-    from ..fleet.cluster_controller import run_until_signalled
-    from ..fleet.cluster_pull import PullSyncer
+    from ..fleet.cluster.pull import PullSyncer
     from ..kube.client import ClientBuildError
+    from ..kube.entrypoint import run_until_signalled
     from ..kube.kubeconfig import KubeconfigError
 
     if not args.hub_kubeconfig or not args.cluster:

@@ -9,7 +9,7 @@ Identities:
   :func:`syncer_service_account` (``fleetplane-syncer-<name>``) in namespace
   :data:`SYNCER_NAMESPACE` of the Cluster's logical cluster; its token authenticates only there.
   A **push-mode Syncer** runs inside the Cluster controller's process with the controller's own
-  credentials (``cluster_controller.py``: ``hub = self.ctrl.hub_endpoint.with_server(...)``), so the
+  credentials (``fleet/cluster/syncer.py``: ``hub = dataclasses.replace(self.hub_endpoint...)``), so the
   controller's role includes everything the Syncer's does.
 
 :func:`cluster_roles` and :func:`cluster_role_bindings` are bootstrap policy: shared by every
@@ -74,10 +74,10 @@ LABEL_SCOPE_ANNOTATION = "authorization.fleetplane.io/label-scope"
 SCOPE_FINALIZER_ANNOTATION = "authorization.fleetplane.io/scope-finalizer"
 SYNC_LABEL = sync_constants.CLUSTER_LABEL
 
-#: leader election (``fleet/leader.py``): Lease ``kube-system/<name>`` in the logical cluster of
+#: leader election (``kube/leaderelection.py``): Lease ``kube-system/<name>`` in the logical cluster of
 #: the controller's kubeconfig (``root`` for ``fleetplane start``)
 LEADER_ELECTION_NAMESPACE = "kube-system"
-#: ``cluster_controller.run_in_hub``: ``run_as_leader("fleetplane-cluster-controller", ...)``
+#: ``fleet/cluster/run.run_in_hub``: ``run_as_leader("fleetplane-cluster-controller", ...)``
 CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
 #: ``splitter.LEASE_NAME``
 SPLITTER_LEASE = "fleetplane-splitter"
@@ -263,7 +263,7 @@ def syncer_service_account(cluster_name: str) -> str:
 
 
 def syncer_lease_name(cluster_name: str) -> str:
-    """The Lease a pull-mode Syncer renews (``cluster_controller.lease_name``), in the Cluster's namespace."""
+    """The Lease a pull-mode Syncer renews (``fleet/cluster/paths.lease_name``), in the Cluster's namespace."""
     return f"syncer-{cluster_name}"
 
 
@@ -306,14 +306,14 @@ def syncer_role_binding(logical_cluster: str, cluster_name: str, sa_namespace: s
        only when ``resources`` (default :data:`SYNCER_DEFAULT_RESOURCES`) include ``secrets``
        or ``"*"``.
     3. Role and RoleBinding ``fleetplane:syncer:<name>`` in ``cluster_namespace``, the pull-mode
-       syncer's own calls (``fleet/cluster_pull.py``):
+       syncer's own calls (``fleet/cluster/pull.py``):
 
        - clusters ``get`` with ``resourceNames: [<name>]``: its own Cluster, every pass
-         (cluster_pull.py:220). Not list or watch, and no other Cluster: another Cluster's
+         (pull.py). Not list or watch, and no other Cluster: another Cluster's
          ``spec.kubeconfig`` is another physical cluster's credential.
        - leases ``get``, ``patch`` with ``resourceNames: [syncer-<name>]``: its heartbeat and report
-         (cluster_pull.py:215, 270), not another Syncer's.
-       - leases ``create``: the first renewal creates the Lease (cluster_pull.py:268). RBAC cannot
+         (pull.py), not another Syncer's.
+       - leases ``create``: the first renewal creates the Lease (pull.py). RBAC cannot
          name the object of a create, so this allows any Lease in ``cluster_namespace``; letting the
          Cluster controller create the Lease (empty holder) when it provisions the Syncer would
          remove this rule.
@@ -436,40 +436,39 @@ async def revoke_syncer_identity(hub: Client, logical_cluster: str, cluster: str
 
 
 def _cluster_controller_rules() -> list[dict[str, Any]]:
-    """``system:fleetplane:cluster-controller`` (``fleet/cluster_controller.py`` and its helpers),
-    bound to :data:`CLUSTER_CONTROLLER` in every logical cluster. Its own calls:
+    """``system:fleetplane:cluster-controller`` (``fleet/cluster/``), bound to
+    :data:`CLUSTER_CONTROLLER` in every logical cluster. Its own calls (each listed, with the code
+    that makes it, in tests/unit/test_identities.py):
 
     - ``/clusters/*`` ``list``, ``watch`` and clusters ``list``, ``watch``: the one informer over
-      every logical cluster's Clusters (cluster_controller.py:219; informer.py:189, 217).
+      every logical cluster's Clusters (controller.py; kube/informer.py).
     - clusters ``patch``: its finalizer added and removed, guarded by resourceVersion
-      (cluster_controller.py:879).
-    - clusters/status ``patch``: conditions and the rest (cluster_controller.py:842), and
-      ``CleanupPending`` while a deletion waits (cluster_controller.py:945).
-    - clusterprofiles ``get`` (cluster_controller.py:700, 920), ``create``
-      (cluster_controller.py:707), ``delete`` (its own, on cleanup: cluster_controller.py:922);
-      clusterprofiles/status ``patch``: server-side apply through the StatusWriter
-      (cluster_controller.py:294; inventory/status.py:344 does the same when given an ApiClient).
+      (finalizer.py).
+    - clusters/status ``patch``: conditions and the rest (status.py, through controller.py), and
+      ``CleanupPending`` while a deletion waits (deletion.py).
+    - clusterprofiles ``get``, ``create`` (inventory.py), ``delete`` (its own, on cleanup:
+      deletion.py); clusterprofiles/status ``patch``: server-side apply through the StatusWriter
+      (controller.py; inventory/status.py does the same when given a client).
     - secrets ``get``, ``create``, ``patch``, ``delete``: the credentials Secret named after each
-      Cluster, in the Cluster's namespace (cluster_controller.py:750, 761, 763, 757; cleanup 924,
-      926). The names are the Clusters' names, so no ``resourceNames``: this is every Secret of
-      every logical cluster.
+      Cluster, in the Cluster's namespace (inventory.py; deletion.py on cleanup). The names are the
+      Clusters' names, so no ``resourceNames``: this is every Secret of every logical cluster.
     - leases ``get``: a pull-mode syncer's Lease ``syncer-<name>`` in the Cluster's namespace, every
-      reconcile (cluster_controller.py:647), ``delete`` on cleanup (cluster_controller.py:928).
+      reconcile (controller.py), ``delete`` on cleanup (deletion.py).
     - leases ``create`` and ``update`` on ``kube-system/fleetplane-cluster-controller`` in root:
-      leader election (cluster_controller.py:1008; leader.py:125 read, 130 create, 147 and 227
-      replace). Update is limited by name; create cannot be, and bootstrap policy has no namespaced
-      Roles, so create is granted in every namespace.
-    - events ``create``: one Event per state change, never aggregated (window 0:
-      cluster_controller.py:217, 872; kube/events.py:123).
-    - cleanup (cluster_cleanup.py ``release_hub_objects``): for each type in the Cluster's
-      ``status.types``: ``list`` labelled ``kcp.dev/cluster=<name>`` (cluster_cleanup.py:81),
-      ``patch`` the Syncer's finalizer and sync state off (119), ``get`` after a conflict (126);
-      customresourcedefinitions ``list`` (87) and ``patch`` (90) the ``imported-from`` label off.
+      leader election (run.py; kube/leaderelection.py: read, create, replace). Update is limited
+      by name; create cannot be, and bootstrap policy has no namespaced Roles, so create is
+      granted in every namespace.
+    - events ``create``: one Event per state change, never aggregated (window 0: controller.py;
+      kube/events.py).
+    - cleanup (cleanup.py ``release_hub_objects``): for each type in the Cluster's
+      ``status.types``: ``list`` labelled ``kcp.dev/cluster=<name>``, ``patch`` the Syncer's
+      finalizer and sync state off, ``get`` after a conflict; customresourcedefinitions ``list``
+      and ``patch`` the ``imported-from`` label off.
       Covered for the default synced types (the Syncer rules); others as for the Syncer.
 
     Push-mode Syncers run in this process but act as their own ServiceAccounts, which this
-    identity provisions (``provision_syncer_identity``, called by cluster_controller.py
-    ``_ensure_syncer``) and revokes on cleanup (``revoke_syncer_identity``): Namespaces
+    identity provisions (``provision_syncer_identity``, called by fleet/cluster/syncer.py
+    ``SyncerStep.ensure``) and revokes on cleanup (``revoke_syncer_identity``): Namespaces
     ``create`` (``fleetplane-system``), serviceaccounts ``create``/``get``/``delete``, the
     bindings and per-Syncer Role (roles, rolebindings, clusterrolebindings ``get``, ``create``,
     ``patch`` for server-side apply, ``delete``), ``bind`` on exactly the two Syncer ClusterRoles
@@ -523,8 +522,7 @@ def _splitter_rules() -> list[dict[str, Any]]:
     - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:185;
       kube/events.py:123, 107).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
-      cannot name a create): leader election in root (splitter/__init__.py:69; leader.py:125, 130,
-      147, 222, 227).
+      cannot name a create): leader election in root (splitter/__init__.py; kube/leaderelection.py).
 
     No Secrets, no RBAC, no ServiceAccounts.
     """

@@ -16,7 +16,8 @@ keeps that budget with a token bucket per profile (capacity ``burst`` = 10, refi
   through ``on_error`` and :attr:`StatusWriter.errors`; the next ``submit`` tries again.
 
 Writes are server-side apply requests (``application/apply-patch+yaml``, ``force=true``) to the
-``/status`` subresource through kubernetes_asyncio, with the writer's own field manager, as the
+``/status`` subresource through :class:`fleetplane.kube.client.Client` (a kubernetes_asyncio
+``ApiClient`` is accepted and borrowed), with the writer's own field manager, as the
 SIG's guide for cluster managers recommends: list entries (conditions by type, properties and
 access providers by name) merge with those other writers own, and entries this writer stops
 sending are removed. Pass ``write=`` to use any other client.
@@ -185,7 +186,7 @@ class StatusWriter:
                  retry_backoff: float = 1.0, max_retry_backoff: float = 30.0,
                  on_error: Callable[[WriteError], None] | None = None) -> None:
         if write is None and api_client is None:
-            raise ValueError("StatusWriter needs a kubernetes_asyncio ApiClient or a write function")
+            raise ValueError("StatusWriter needs a client (fleetplane.kube.Client or an ApiClient) or a write function")
         self.api_client = api_client
         self.field_manager = field_manager
         self.rate = rate
@@ -337,10 +338,11 @@ class StatusWriter:
 
     async def _apply_status(self, namespace: str, name: str, status: dict[str, Any]) -> Any:
         """Server-side apply of ``status`` to ``.../clusterprofiles/<name>/status``."""
-        from kubernetes_asyncio.client import CustomObjectsApi
+        from ..kube.client import Client
 
+        if not isinstance(self.api_client, Client):
+            self.api_client = Client.over(self.api_client)
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name, "namespace": namespace},
                 "status": status}
-        return await CustomObjectsApi(self.api_client).patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, body, field_manager=self.field_manager, force=True,
-            _content_type="application/apply-patch+yaml")
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}/{name}/status"
+        return await self.api_client.apply(path, body, self.field_manager, force=True)

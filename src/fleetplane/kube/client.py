@@ -203,6 +203,21 @@ class _Connection:
                 await api.close()
 
 
+class _Borrowed(_Connection):
+    """An ApiClient someone else made and closes (see :meth:`Client.over`)."""
+
+    def __init__(self, api: ApiClient) -> None:
+        super().__init__(ApiTarget(server=str(api.configuration.host)), "", 0)
+        self.api = api
+
+    def get(self) -> ApiClient:
+        assert self.api is not None, "the borrowed ApiClient was closed"
+        return self.api
+
+    async def close(self) -> None:
+        pass
+
+
 # -- the client -------------------------------------------------------------------------------------
 
 
@@ -220,6 +235,16 @@ class Client:
         #: the fieldManager of writes that name none (see :meth:`as_manager`)
         self.field_manager = ""
         self._conn = _Connection(target, user_agent, pool)
+
+    @classmethod
+    def over(cls, api: ApiClient, *, timeout: float = 30.0, name: str = "") -> Client:
+        """A Client on an ApiClient the caller made (with kubernetes_asyncio's own kubeconfig
+        loader, say) and closes: its configuration and pool, this client's JSON and errors."""
+        client = cls.__new__(cls)
+        client._conn = _Borrowed(api)
+        client.target = client._conn.target
+        client.timeout, client.name, client.field_manager = timeout, name, ""
+        return client
 
     @property
     def server(self) -> str:

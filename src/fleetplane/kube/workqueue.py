@@ -1,19 +1,14 @@
 """client-go's rate-limited work queue for asyncio (:class:`WorkQueue`), the workers that drain
-it (:func:`run_workers`), and exponential :class:`Backoff`."""
+it (:func:`run_workers`, a :class:`~.controller.Controller`), and exponential :class:`Backoff`."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from .client import ApiError
-
 __all__ = ["Backoff", "WorkQueue", "run_workers"]
-
-log = logging.getLogger(__name__)
 
 
 class Backoff:
@@ -58,7 +53,10 @@ class WorkQueue:
         if key not in self._processing:
             self._queue.put_nowait(key)
 
-    def add_after(self, key: Hashable, delay: float) -> None:
+    def add_after(self, key: Hashable, delay: float, *, replace: bool = False) -> None:
+        """Add ``key`` after ``delay`` seconds; an earlier pending timer wins, unless ``replace``."""
+        if replace:
+            self.cancel_timer(key)
         if delay <= 0:
             self.add(key)
             return
@@ -70,6 +68,11 @@ class WorkQueue:
                 return  # an earlier one is pending
             timer[1].cancel()
         self._timers[key] = (when, loop.call_at(when, self._fire, key))
+
+    def cancel_timer(self, key: Hashable) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer[1].cancel()
 
     def _fire(self, key: Hashable) -> None:
         self._timers.pop(key, None)
@@ -119,33 +122,10 @@ class WorkQueue:
 
 
 async def run_workers(queue: WorkQueue, sync: Callable[[Any], Awaitable[Any]], workers: int) -> None:
-    """Drain ``queue`` into ``sync`` with ``workers`` concurrent workers until cancelled. A key
-    whose sync returns is forgotten (its backoff reset), unless it returned False (it has handled
-    its own retry); one whose sync raises is retried with backoff."""
+    """Drain ``queue`` into ``sync`` with ``workers`` concurrent workers until cancelled: a
+    :class:`~.controller.Controller` on this queue. A key whose sync returns is forgotten (its
+    backoff reset), unless it returned False (it has handled its own retry); one whose sync
+    raises is retried with backoff."""
+    from .controller import Controller  # the runtime builds on this module
 
-    async def worker() -> None:
-        while True:
-            key = await queue.get()
-            try:
-                if await sync(key) is not False:
-                    queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except ApiError as err:
-                delay = queue.retry(key)
-                quiet = err.status in (404, 409) or err.has_cause("NamespaceTerminating")
-                level = logging.DEBUG if quiet else logging.INFO if err.status == 0 else logging.WARNING
-                log.log(level, "%s: syncing %s failed: %s; retrying in %.2fs", queue.name, key, err, delay)
-            except Exception:
-                delay = queue.retry(key)
-                log.exception("%s: syncing %s failed; retrying in %.2fs", queue.name, key, delay)
-            finally:
-                queue.done(key)
-
-    tasks = [asyncio.create_task(worker(), name=f"{queue.name}-worker-{i}") for i in range(workers)]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        queue.close()
+    await Controller(queue.name, sync, workers=workers, queue=queue).run()

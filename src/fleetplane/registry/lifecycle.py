@@ -7,38 +7,73 @@ runs them in-process, fed by the watch cache:
 * CRD cleanup: a deleted CRD's custom resources are deleted, then the CRD;
 * logical cluster teardown: everything stored under a deleted logical cluster goes;
 * garbage collection by ownerReferences, with Background, Foreground and Orphan semantics.
+
+They run on the controllers' one runtime (:class:`fleetplane.kube.controller.Controller`): the
+source is the watch cache (:meth:`Lifecycle.handle_event`, a cache listener, turns each event into
+work items, much as an informer's callbacks would), the queue holds ``(kind, argument)`` items
+(``("namespace", "lc|ns")``, ``("finalize", key)``, ``("owner-gone", "lc|uid")``,
+``("dangling", key)``), and one worker runs them in order. A conflict is retried after 0.2 s.
+A resync every 5 s looks again at everything being deleted that waits on these controllers, as
+kube's controllers resync: a trigger lost to a crash or a race costs seconds, not a namespace
+stuck Terminating.
+
+The hub hands itself over as a :class:`LifecycleHost` (its watch cache, its generic store and
+two lookups), so this module does not import the registry that runs it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ..apimachinery.errors import StatusError
 from ..apis.tenancy import LOGICAL_CLUSTER_FINALIZER
+from ..kube.controller import Controller, Result, every
 from ..storage.keys import split_key
-from ..storage.watchcache import CachedObject, WatchEvent
+from ..storage.watchcache import CachedObject, WatchCache, WatchEvent
 from .crd import CLEANUP_FINALIZER
-from .store import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Context
+from .store import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Context, GenericStore
+from .types import ResourceType
 
-if TYPE_CHECKING:
-    from .hub import Registry
+__all__ = ["Lifecycle", "LifecycleHost", "SYSTEM_MANAGER"]
 
 log = logging.getLogger(__name__)
+
+Item = tuple[str, str]  # (kind of work, its argument)
 
 NAMESPACE_PREFIX = "/core/namespaces/"
 CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 CLUSTER_PREFIX = "/tenancy.fleetplane.io/logicalclusters/"
 SYSTEM_MANAGER = "fleetplane-controller-manager"
+#: how often everything being deleted is looked at again (see the module docstring)
+RESYNC_PERIOD = 5.0
+#: how soon a conflicting write is retried
+RETRY_DELAY = 0.2
+
+
+class LifecycleHost(Protocol):
+    """What the lifecycle controllers need of the registry that runs them."""
+
+    cache: WatchCache
+    store: GenericStore
+
+    def type_for_storage(self, cluster: str, group: str, plural: str) -> ResourceType | None: ...
+
+    async def finalize_namespace(self, cluster: str, namespace: str) -> None: ...
+
+
+def _log_failure(name: str, item: Any, err: Exception, delay: float) -> None:
+    log.error("lifecycle %s %s failed", *item, exc_info=err)
 
 
 class Lifecycle:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: LifecycleHost) -> None:
         self.registry = registry
-        self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self._pending: set[tuple[str, str]] = set()
+        self.runtime: Controller[Item] = Controller("lifecycle", self.reconcile, base=RETRY_DELAY, cap=RETRY_DELAY,
+                                                    on_error=_log_failure)
         #: (cluster, owner uid) -> keys of dependents
         self.dependents: dict[tuple[str, str], set[str]] = defaultdict(set)
         #: (cluster, uid) -> key, to tell whether an owner exists
@@ -46,27 +81,29 @@ class Lifecycle:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
+        """Index what the cache holds, queue what waits on us, and start the worker and the resync."""
         for rc in list(self.registry.cache.resources.values()):
             for bucket in list(rc.by_cluster.values()):
                 for o in list(bucket.values()):
                     self._index(o, None)
                     self._check(o)
         self._task = asyncio.create_task(self._run(), name="lifecycle")
-        self._resync_task = asyncio.create_task(self._resync(), name="lifecycle-resync")
+
+    async def _run(self) -> None:
+        # the resync source is made here, inside the task, so a task cancelled before it ran leaves no stray coroutine
+        await self.runtime.run(every(RESYNC_PERIOD, self._resync))
 
     async def close(self) -> None:
-        for task in (self._task, getattr(self, "_resync_task", None)):
-            if task:
-                task.cancel()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
-    async def _resync(self, every: float = 5.0) -> None:
-        """Look again at everything being deleted that waits on us, as controllers resync: a
-        trigger lost to a crash or a race costs seconds, not a namespace stuck Terminating."""
-        while True:
-            await asyncio.sleep(every)
-            for prefix in (NAMESPACE_PREFIX, CRD_PREFIX, CLUSTER_PREFIX):
-                for o in list(self.registry.cache.resource(prefix).objects(None, None)):
-                    self._check(o)
+    def _resync(self) -> None:
+        for prefix in (NAMESPACE_PREFIX, CRD_PREFIX, CLUSTER_PREFIX):
+            for o in list(self.registry.cache.resource(prefix).objects(None, None)):
+                self._check(o)
 
     # -- feeding --------------------------------------------------------------------------
 
@@ -119,30 +156,20 @@ class Lifecycle:
             self._enqueue("finalize", o.key)
 
     def _enqueue(self, kind: str, arg: str) -> None:
-        item = (kind, arg)
-        if item not in self._pending:
-            self._pending.add(item)
-            self.queue.put_nowait(item)
+        self.runtime.enqueue((kind, arg))
 
-    async def _run(self) -> None:
-        while True:
-            item = await self.queue.get()
-            self._pending.discard(item)
-            try:
-                await getattr(self, "_do_" + item[0].replace("-", "_"))(item[1])
-            except asyncio.CancelledError:
-                raise
-            except StatusError as exc:
-                if exc.code not in (404, 409):
-                    log.warning("lifecycle %s %s: %s", item[0], item[1], exc)
-                if exc.code == 409:
-                    self._retry_later(item)
-            except Exception:
-                log.exception("lifecycle %s %s failed", *item)
-                self._retry_later(item)
-
-    def _retry_later(self, item: tuple[str, str]) -> None:
-        asyncio.get_running_loop().call_later(0.2, self._enqueue, *item)
+    async def reconcile(self, item: Item) -> Result | None:
+        """One work item. A refusal is logged (a 404 or 409 quietly) and dropped, but a conflict,
+        which is retried; anything else fails the item (retried by the runtime)."""
+        kind, arg = item
+        try:
+            await getattr(self, "_do_" + kind.replace("-", "_"))(arg)
+        except StatusError as exc:
+            if exc.code not in (404, 409):
+                log.warning("lifecycle %s %s: %s", kind, arg, exc)
+            if exc.code == 409:
+                return Result(requeue=True)
+        return None
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ logical cluster, which is where requests without a ``/clusters/<name>`` prefix g
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import yaml
 
 from ..apis import workload_types
 from ..kube.client import Client
+from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
@@ -126,11 +126,7 @@ class SimulatedCluster:
             for t in done:
                 t.result()
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await stop_tasks(tasks)
 
 
 async def controllers(sim: SimOptions, app, kubeconfig: Path) -> None:

@@ -44,7 +44,7 @@ async def run(kubeconfig: str | Path | dict, *, context: str | None = None, lead
               options: SplitterOptions | None = None, on_started: Callable[[Splitter], Any] | None = None) -> None:
     """Run the splitter against the hub until cancelled. With ``leader_elect`` (a kubeconfig path),
     only while this process holds the Lease ``fleetplane-splitter`` in the kubeconfig's logical
-    cluster (``fleetplane.fleet.leader.run_as_leader``, as the Cluster controller): with several
+    cluster (``fleetplane.kube.leaderelection.run_as_leader``, as the Cluster controller): with several
     hub replicas exactly one splits; losing the Lease cancels the work, which is safe (all state
     is in the hub, the next leader starts from a fresh list)."""
 

@@ -46,6 +46,7 @@ from typing import Any
 from ...apimachinery.validation import is_label_value
 from ...inventory import constants as ic
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client, api_path
+from ...kube.controller import stop_tasks
 from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
@@ -66,6 +67,7 @@ from ..placement import (
 from ..placement.engine import Prepared
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
+from .options import SplitterOptions
 from .rollout import ChildView, plan
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
@@ -115,24 +117,6 @@ def _int(v: Any, default: int = 0) -> int:
         return int(v)
     except (TypeError, ValueError):
         return default
-
-
-@dataclass
-class SplitterOptions:
-    #: how long a cluster holding replicas may be unhealthy before they move (damping)
-    unhealthy_grace: float = 30.0
-    #: how long a cluster must be healthy before it receives new replicas (damping)
-    join_grace: float = 10.0
-    #: how long a child's replicas may stay unavailable before its cluster counts as lacking capacity
-    unschedulable_grace: float = 60.0
-    #: how long such a limit lasts before the cluster is tried again
-    limit_ttl: float = 600.0
-    workers: int = 16
-    #: read ClusterProfiles of this namespace only (None: any namespace of the logical cluster)
-    profile_namespace: str | None = None
-    #: also run the ClusterDaemonSet controller
-    cluster_daemonsets: bool = True
-    request_timeout: float = 30.0
 
 
 @dataclass
@@ -230,11 +214,7 @@ class Splitter:
                                              name="splitter-workers"))
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await stop_tasks(tasks)
             self.queue.close()
 
     # -- events from the informers ------------------------------------------------------------

@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..kube.client import ApiError, Client
+from ...kube.client import ApiError, Client
 
 __all__ = ["delete_synced_objects", "release_hub_objects", "type_paths"]
 
@@ -38,7 +38,7 @@ def type_paths(types: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 def _constants() -> Any:
-    from .syncer import constants
+    from ..syncer import constants
 
     return constants
 

@@ -1,0 +1,63 @@
+"""The Cluster controller's settings: one dataclass, from which ``fleetplane start``'s
+``--cluster-*`` flags and ``python -m fleetplane.fleet.cluster``'s flags are generated
+(:mod:`fleetplane.kube.options`). Importing it is cheap (no client libraries, not even
+:mod:`fleetplane.inventory`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...kube.options import option, split_list
+
+__all__ = ["ACCESS_PROVIDER", "MANAGER_NAME", "ClusterControllerOptions", "START_FLAGS", "STANDALONE_FLAGS"]
+
+#: the KEP-4322 cluster manager name on the ClusterProfiles the controller keeps
+MANAGER_NAME = "fleetplane"
+#: the access provider it publishes (the plugin that reads the credentials Secret)
+ACCESS_PROVIDER = "secretreader"
+
+
+@dataclass(frozen=True)
+class ClusterControllerOptions:
+    manager_name: str = option(MANAGER_NAME, "the KEP-4322 cluster manager name")
+    probe_interval: float = option(10.0, "how often each Cluster's health is probed", metavar="SECONDS")
+    details_interval: float = option(60.0, "how often each Cluster's version, nodes and capacity are read",
+                                     metavar="SECONDS")
+    request_timeout: float = option(5.0, "how long one request of the Cluster controller (to a cluster or the hub) "
+                                         "may take; a probe that takes longer fails", metavar="SECONDS")
+    #: Karmada's --cluster-failure-threshold: a slow answer under load does not flap a ClusterProfile
+    failure_threshold: float = option(30.0, "how long probes must fail without a break before a healthy Cluster is "
+                                            "reported disconnected or unhealthy (its conditions and ClusterProfile "
+                                            "keep their last healthy state meanwhile; the first failure is an Event)",
+                                      metavar="SECONDS")
+    #: what a Cluster without ``spec.resources`` syncs (None: the Syncer's default)
+    resources: tuple[str, ...] | None = option(None, "resources a Cluster without spec.resources syncs "
+                                                     "(comma-separated; default: the Syncer's)", type=split_list)
+    syncer_poll_interval: float | None = option(None, "how often Syncers poll a cluster's types (there is no watch "
+                                                      "on discovery; default: the Syncer's)", metavar="SECONDS",
+                                                type=float, prefixed=False)
+    access_provider_name: str = option(ACCESS_PROVIDER, "the access provider published on ClusterProfiles")
+    #: the ClusterProfile status budget (None: KEP-4322's, the StatusWriter's defaults)
+    status_rate: float | None = option(None, "ClusterProfile status writes per second and profile once the burst is "
+                                             "spent (default: KEP-4322's budget, one every 30 s)", metavar="PER-SECOND",
+                                       type=float)
+    status_burst: int | None = option(None, "ClusterProfile status writes one profile may make in a burst "
+                                            "(default: KEP-4322's, 10)", metavar="N", type=int)
+    #: first and longest wait before a failed Syncer is started again
+    syncer_backoff: tuple[float, float] = (1.0, 30.0)
+    #: keep ClusterProfiles (False when the hub does not serve them: `fleetplane start --no-cluster-profiles`)
+    cluster_profiles: bool = True
+    #: Clusters reconciled at once (a Syncer runs on its own, outside these)
+    workers: int = option(32, "how many Clusters are reconciled at once")
+
+    def __post_init__(self) -> None:
+        if self.resources is not None:
+            object.__setattr__(self, "resources", tuple(self.resources) or None)
+
+
+#: the flags of `fleetplane start` (prefixed ``--cluster-``, but --syncer-poll-interval)
+START_FLAGS = ("probe_interval", "details_interval", "request_timeout", "failure_threshold", "status_rate",
+               "status_burst", "syncer_poll_interval")
+#: the flags of ``python -m fleetplane.fleet.cluster``
+STANDALONE_FLAGS = ("manager_name", "probe_interval", "details_interval", "request_timeout", "failure_threshold",
+                    "resources", "syncer_poll_interval", "workers")

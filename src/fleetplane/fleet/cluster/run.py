@@ -1,0 +1,63 @@
+"""The Cluster controller's entry points: ``fleetplane start``'s background task
+(:func:`background`, under leader election) and ``python -m fleetplane.fleet.cluster`` (:func:`main`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .options import STANDALONE_FLAGS, ClusterControllerOptions
+
+__all__ = ["LEASE_NAME", "background", "main", "run_in_hub"]
+
+log = logging.getLogger("fleetplane.fleet.cluster")
+
+#: the Lease (kube-system, in the kubeconfig's logical cluster) the controller's replicas elect a leader with
+LEASE_NAME = "fleetplane-cluster-controller"
+
+
+def background(options: ClusterControllerOptions | None = None,
+               **fields: Any) -> Callable[[Any, Path], Awaitable[None]]:
+    """A ``fleetplane.server.serve`` background task running the controller with ``options``
+    (or a :class:`ClusterControllerOptions` of ``fields``)."""
+    opts = options or ClusterControllerOptions(**fields)
+
+    async def run_cluster_controller(app: Any, kubeconfig_path: Path) -> None:
+        await run_in_hub(app, kubeconfig_path, opts)
+
+    return run_cluster_controller
+
+
+async def run_in_hub(app: Any, kubeconfig_path: Path, options: ClusterControllerOptions | None = None) -> None:
+    """Run the controller next to the hub that ``app`` serves (``fleetplane start``)."""
+    try:
+        import aiohttp  # noqa: F401 - the client the controller uses
+    except ImportError:
+        log.error("cluster controller not started: it needs aiohttp (pip install 'fleetplane[clients]')")
+        return
+    # With several hub replicas sharing one store exactly one runs this controller (two would run
+    # two Syncers per cluster). run() is safe to cancel on losing the Lease: it stops every Syncer
+    # it started, and each term starts from a fresh list (all state is in the hub).
+    from ...kube.leaderelection import run_as_leader
+    from .controller import ClusterController
+
+    await run_as_leader("fleetplane-cluster-controller", kubeconfig_path,
+                        lambda: ClusterController(kubeconfig_path, options).run())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ...kube.entrypoint import controller_main
+    from .controller import ClusterController
+
+    return controller_main(
+        argv, prog="python -m fleetplane.fleet.cluster", name="cluster-controller",
+        description="Run the Cluster controller against a fleetplane hub.", options=ClusterControllerOptions,
+        only=STANDALONE_FLAGS, lease=LEASE_NAME,
+        build=lambda kubeconfig, context, opts: ClusterController(kubeconfig, opts, context=context))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
