@@ -146,14 +146,23 @@ class SecretStrategy(CoreStrategy):
         return errs
 
 
+#: the CRDs stored in a logical cluster (the registry reads them from its watch cache)
+CRDLister = Callable[[str], list[dict]]
+
+
+def no_crds(cluster: str) -> list[dict]:
+    """A catalog without storage behind it (tables, OpenAPI) has no stored CRDs."""
+    return []
+
+
 class CRDStrategy(Strategy):
     status_subresource = True
     tracks_generation = True
     allow_unconditional_update = False
 
-    def __init__(self) -> None:
-        #: set by the registry: the other CRDs of a logical cluster, for name conflicts
-        self.crds_in: Callable[[str], list[dict]] = lambda cluster: []
+    def __init__(self, crds_in: CRDLister) -> None:
+        #: the stored CRDs of a logical cluster, for name conflicts
+        self.crds_in = crds_in
 
     def before_write(self, obj: dict, old: dict | None, cluster: str) -> None:
         if old is None:
@@ -244,8 +253,9 @@ LOGICAL_CLUSTER_GROUP = "tenancy.fleetplane.io"
 LOGICAL_CLUSTER_FINALIZER = "tenancy.fleetplane.io/logical-cluster"
 
 
-def builtin_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for every built-in resource."""
+def builtin_types(crds_in: CRDLister = no_crds) -> list[ResourceType]:
+    """Fresh ResourceType objects for every built-in resource; ``crds_in`` tells the CRD strategy
+    which CRDs a logical cluster already has."""
     return [
         ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, NamespaceStrategy(),
                      short_names=("ns",), subresources=("status", "finalize"),
@@ -263,7 +273,7 @@ def builtin_types() -> list[ResourceType]:
                      short_names=("ev",), field_selectors=EVENTS_V1_FIELDS),
         ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True, CoreStrategy()),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                     "customresourcedefinition", False, CRDStrategy(), short_names=("crd", "crds"),
+                     "customresourcedefinition", False, CRDStrategy(crds_in), short_names=("crd", "crds"),
                      categories=("api-extensions",), subresources=("status",)),
         *rbac_types(),
     ]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from ..storage.watchcache import WatchEvent
 from . import crd as crds
-from .builtins import builtin_types, logical_cluster_type
+from .builtins import CRDLister, builtin_types, logical_cluster_type, no_crds
 from .types import ResourceType
 
 log = logging.getLogger(__name__)
@@ -24,9 +24,9 @@ GVR = tuple[str, str, str]  # group, version, plural
 
 
 class Catalog:
-    def __init__(self, extra_builtins: Iterable[ResourceType] = ()) -> None:
+    def __init__(self, extra_builtins: Iterable[ResourceType] = (), crds_in: CRDLister = no_crds) -> None:
         self.builtins: dict[GVR, ResourceType] = {}
-        for rt in [*builtin_types(), *extra_builtins]:
+        for rt in [*builtin_types(crds_in), *extra_builtins]:
             self.builtins[(rt.group, rt.version, rt.plural)] = rt
         self.logical_cluster = logical_cluster_type()
         #: cluster -> CRD name -> its types
