@@ -21,7 +21,8 @@ async def test_two_apps_in_one_process_keep_their_own_metrics(tmp_path: Path) ->
     for app in apps:
         await app.registry.start()
     try:
-        a, b = (httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") for app in apps)
+        a, b = (httpx.AsyncClient(transport=httpx.ASGITransport(app=app),  # type: ignore[arg-type] # scope: dict
+                                  base_url="http://hub") for app in apps)
         async with a, b:
             for name in ("one", "two", "three"):
                 r = await a.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",

@@ -36,7 +36,7 @@ worker reconciles on every relevant change of its Cluster and every ``probe_inte
 
 ``ClusterController.run()`` runs until cancelled; cancelling it stops every Syncer it runs (which
 is what a leader-election wrapper does on losing the lease). ``run_in_hub`` is the background
-task ``fleetplane start`` runs; ``python -m fleetplane.fleet.cluster_controller --kubeconfig HUB``
+task ``fleetplane start`` runs (:mod:`fleetplane.fleet.plugin`); ``python -m fleetplane.fleet.cluster_controller --kubeconfig HUB``
 runs the controller on its own.
 """
 
@@ -88,7 +88,7 @@ from .cluster_crd import (
 from .cluster_probe import ClusterReport, probe_cluster
 
 __all__ = ["ANNOTATION_REPORT", "ANNOTATION_STOPPED", "ANNOTATION_SYNCER_HEALTH", "ClusterController",
-           "MANAGER_NAME", "background", "hub_base", "lease_name", "main", "run_in_hub"]
+           "MANAGER_NAME", "hub_base", "lease_name", "main", "run_in_hub"]
 
 log = logging.getLogger("fleetplane.fleet.cluster")
 
@@ -995,18 +995,9 @@ class _Worker:
 # -- entry points -------------------------------------------------------------------------------------
 
 
-def background(**options: Any) -> Callable[[Any, Path], Awaitable[None]]:
-    """A ``fleetplane.server.serve`` background task running the controller with ``options``
-    (the keyword arguments of :class:`ClusterController`)."""
-
-    async def run_cluster_controller(app: Any, kubeconfig_path: Path) -> None:
-        await run_in_hub(app, kubeconfig_path, **options)
-
-    return run_cluster_controller
-
-
-async def run_in_hub(app: Any, kubeconfig_path: Path, **options: Any) -> None:
-    """Run the controller next to the hub that ``app`` serves (``fleetplane start``)."""
+async def run_in_hub(kubeconfig_path: Path, **options: Any) -> None:
+    """Run the controller in the hub's process (``fleetplane start``, through the fleet plugin:
+    :mod:`fleetplane.fleet.plugin`); ``options`` are :class:`ClusterController`'s."""
     try:
         import aiohttp  # noqa: F401 - the client the controller uses
     except ImportError:
