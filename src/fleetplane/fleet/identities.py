@@ -14,9 +14,9 @@ Identities:
 
 :func:`cluster_roles` and :func:`cluster_role_bindings` are bootstrap policy: shared by every
 logical cluster, never stored (the fleet plugin, :mod:`.plugin`, contributes them as they are).
-The controller and splitter roles are bound to their users by bootstrap in every logical cluster; ``/clusters/*`` list/watch is authorized in ``root`` and needs both the resource
-rule and the non-resource rule ``{nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}``, so the
-roles of components that watch across logical clusters carry that rule. The Syncer roles are
+The controller and splitter roles are bound to their users by bootstrap in every logical cluster;
+``/clusters/*`` list/watch is authorized in ``root`` and needs both the resource rule and the
+non-resource rule ``{nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}``, so the roles of components that watch across logical clusters carry that rule. The Syncer roles are
 *not* bound by bootstrap: :func:`syncer_role_binding` gives the bindings (and the per-Syncer Role
 naming its own Cluster and Lease) to create in the Syncer's logical cluster.
 
