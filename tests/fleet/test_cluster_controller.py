@@ -456,9 +456,9 @@ def test_syncer_manifests(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_the_controller_runs_on_its_own(tmp_path: Path, cluster_a: PhysicalCluster) -> None:
-    """``python -m fleetplane.fleet.cluster_controller`` against a hub that serves Clusters as a
+    """``python -m fleetplane.fleet.cluster`` against a hub that serves Clusters as a
     plain CRD (how any other hub would get the type)."""
-    from fleetplane.fleet.cluster_crd import crd_yaml
+    from fleetplane.fleet.cluster.crd import crd_yaml
 
     extra = ["--no-cluster-controller"]
     hub = Hub(tmp_path / "plain", extra=extra).start()
@@ -468,7 +468,7 @@ def test_the_controller_runs_on_its_own(tmp_path: Path, cluster_a: PhysicalClust
         if "clusters" not in k("api-resources", "--api-group=cluster.example.dev", "-o", "name").out:
             k("apply", "-f", "-", stdin=crd_yaml())
             wait_for(lambda: k("get", "clusters", check=False).code == 0, 10, what="the Cluster CRD")
-        ctrl = subprocess.Popen([sys.executable, "-m", "fleetplane.fleet.cluster_controller", "--kubeconfig",
+        ctrl = subprocess.Popen([sys.executable, "-m", "fleetplane.fleet.cluster", "--kubeconfig",
                                  str(hub.kubeconfig), "--probe-interval", "0.3", "--log-format", "console"],
                                 stdout=open(tmp_path / "ctrl.log", "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
         k("apply", "-f", "-", stdin=yaml.safe_dump({

@@ -7,13 +7,13 @@ import base64
 import pytest
 import yaml
 
-from fleetplane.fleet import cluster_inventory as inv
-from fleetplane.fleet.cluster_controller import hub_base, synced_condition, type_entries
-from fleetplane.fleet.cluster_probe import ClusterReport
-from fleetplane.fleet.cluster_pull import logical_cluster_of, render_manifests
+from fleetplane.fleet.cluster import profile as inv
+from fleetplane.fleet.cluster.probe import ClusterReport
+from fleetplane.fleet.cluster.pull import logical_cluster_of, render_manifests
+from fleetplane.fleet.cluster.syncer import synced_condition, type_entries
 from fleetplane.inventory import admit
 from fleetplane.inventory.model import Condition
-from fleetplane.kube.kubeconfig import ApiTarget, KubeconfigError, parse_kubeconfig
+from fleetplane.kube.kubeconfig import ApiTarget, KubeconfigError, hub_base, parse_kubeconfig
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CA_DATA = base64.b64encode(CA.encode()).decode()
@@ -158,7 +158,7 @@ def test_manifests() -> None:
 
 
 def test_profile_status_is_written_within_the_keps_budget() -> None:
-    from fleetplane.fleet.cluster_controller import ClusterController
+    from fleetplane.fleet.cluster.controller import ClusterController
 
     ctrl = ClusterController(ApiTarget(server="http://127.0.0.1:1/clusters/root", token="t").to_kubeconfig())
     w = ctrl.writer("team-a")

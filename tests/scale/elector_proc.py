@@ -15,7 +15,7 @@ import time
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from fleetplane.fleet.leader import LeaderElectionConfig, LeaderElector
+from fleetplane.kube.leaderelection import LeaderElectionConfig, LeaderElector
 
 
 async def main(kubeconfig: str, identity: str, namespace: str, logfile: str) -> None:

@@ -147,7 +147,7 @@ async def test_leading_body_is_cancelled_when_the_lease_is_taken(hubs):
     from kubernetes_asyncio import client, config
 
     from fleetplane.apimachinery.metatime import micro_time
-    from fleetplane.fleet.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
+    from fleetplane.kube.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 
     a, b = hubs
     cfg = client.Configuration()
@@ -187,7 +187,7 @@ async def test_a_leader_stalled_past_its_renew_deadline_keeps_a_lease_nobody_too
     of restarting the controller; a Lease taken meanwhile is still lost."""
     from kubernetes_asyncio import client, config
 
-    from fleetplane.fleet.leader import LeaderElectionConfig, LeaderElector
+    from fleetplane.kube.leaderelection import LeaderElectionConfig, LeaderElector
 
     a, _ = hubs
     cfg = client.Configuration()

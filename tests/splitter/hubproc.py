@@ -1,5 +1,5 @@
-"""A hub with the splitter running in its process, as ``fleetplane start`` runs it once wired
-(``Options(system_crds=[CLUSTERDAEMONSET_CRD, ...])`` and ``background=[splitter.background(...)]``).
+"""A hub with the splitter running in its process, as ``fleetplane start`` runs it (the fleet
+plugin, with test-sized options; the Cluster controller only with ``--cluster-controller``).
 
     python tests/splitter/hubproc.py --data-dir DIR --port PORT [--builtin-deployments]
         [--cluster-controller] [--unhealthy-grace S] [--join-grace S] [--unschedulable-grace S]
@@ -14,10 +14,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fleetplane.fleet.splitter import CLUSTERDAEMONSET_CRD
-from fleetplane.fleet.splitter import background as splitter_background
+from fleetplane.fleet.cluster.options import ClusterControllerOptions
+from fleetplane.fleet.plugin import FleetPlugin
+from fleetplane.hub import Contributions, HubConfig, Plugin, run_hub
+from fleetplane.inventory.plugin import InventoryPlugin
 from fleetplane.logs import configure_logging
-from fleetplane.server.serve import Options, run
+
+
+class BuiltinDeployments:
+    """Deployments as a built-in type (kube's strategy), not the CRD a Syncer imports."""
+
+    name = "builtin-deployments"
+
+    def contribute(self, hub: Contributions) -> None:
+        from fleetplane.apis import workload_types
+
+        hub.types += [t for t in workload_types() if t.kind == "Deployment"]
 
 
 def main() -> None:
@@ -34,29 +46,17 @@ def main() -> None:
     p.add_argument("--no-splitter", action="store_true")
     args = p.parse_args()
     configure_logging("debug", "console")
-    extra = []
-    if args.builtin_deployments:
-        from fleetplane.apis import workload_types
-
-        extra = [t for t in workload_types() if t.kind == "Deployment"]
-    crds = [CLUSTERDAEMONSET_CRD]
-    background = []
-    if not args.no_splitter:
-        background.append(splitter_background(unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace,
-                                              unschedulable_grace=args.unschedulable_grace, limit_ttl=args.limit_ttl))
+    splitter = None if args.no_splitter else dict(unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace,
+                                                  unschedulable_grace=args.unschedulable_grace, limit_ttl=args.limit_ttl)
+    cluster_controller: ClusterControllerOptions | None = None
     if args.cluster_controller:
-        from fleetplane.fleet.cluster_controller import background as cc_background
-        from fleetplane.fleet.cluster_crd import CLUSTER_CRD
-
-        crds.append(CLUSTER_CRD)
-        background.append(cc_background(probe_interval=args.probe_interval, details_interval=1.0, request_timeout=2.0,
-                                        syncer_poll_interval=1.0, syncer_backoff=(0.2, 2.0), status_rate=2.0,
-                                        status_burst=20, failure_threshold=0.0))
-    from fleetplane.fleet import identities
-    from fleetplane.pipeline.authorization import bootstrap
-
-    bootstrap.add(identities.cluster_roles(), identities.cluster_role_bindings())  # as `fleetplane start` does
-    run(Options(data_dir=Path(args.data_dir), port=args.port, extra_types=extra, system_crds=crds), background=background)
+        cluster_controller = ClusterControllerOptions(
+            probe_interval=args.probe_interval, details_interval=1.0, request_timeout=2.0, syncer_poll_interval=1.0,
+            syncer_backoff=(0.2, 2.0), status_rate=2.0, status_burst=20, failure_threshold=0.0)
+    plugins: list[Plugin] = [FleetPlugin(cluster_controller=cluster_controller, splitter=splitter), InventoryPlugin()]
+    if args.builtin_deployments:
+        plugins.append(BuiltinDeployments())
+    run_hub(HubConfig(data_dir=Path(args.data_dir), port=args.port), plugins)
 
 
 if __name__ == "__main__":

@@ -572,11 +572,12 @@ def test_the_constants_match_the_code() -> None:
     """identities.py avoids importing the client libraries; these are the values they define."""
     syncer = pytest.importorskip("fleetplane.fleet.syncer")
     assert ids.SYNCER_DEFAULT_RESOURCES == tuple(syncer.DEFAULT_RESOURCES)
-    from fleetplane.fleet import cluster_controller, leader
+    from fleetplane.fleet.cluster.paths import lease_name
     from fleetplane.fleet.splitter import LEASE_NAME
+    from fleetplane.kube import leaderelection as leader
 
     assert ids.SPLITTER_LEASE == LEASE_NAME
-    assert ids.syncer_lease_name("x") == cluster_controller.lease_name("x")
+    assert ids.syncer_lease_name("x") == lease_name("x")
     assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster/run.py").read_text()
     assert leader.LeaderElectionConfig("x").namespace == ids.LEADER_ELECTION_NAMESPACE
     rbac = pytest.importorskip("fleetplane.pipeline.authorization.rbac")

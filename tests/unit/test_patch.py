@@ -494,9 +494,9 @@ class TestStrategicMergePatch:
         _containers(out)[0]["env"].append({"name": "Z"})
         assert (doc, patch) == before
 
-    def test_default_meta_is_metadata_only(self):
+    def test_metadata_only_meta_merges_finalizers(self):
         doc = {"metadata": {"finalizers": ["a"]}}
-        assert apply_strategic_merge_patch(doc, {"metadata": {"finalizers": ["b"]}})["metadata"][
+        assert apply_strategic_merge_patch(doc, {"metadata": {"finalizers": ["b"]}}, metadata_only())["metadata"][
             "finalizers"
         ] == [
             "b",

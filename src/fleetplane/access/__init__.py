@@ -31,21 +31,22 @@ _EXPORTS = {
     "ExecOutputError": "errors",
     "ExecInteractiveError": "errors",
     "SecretAccessError": "errors",
+    # the configuration types
+    "CLIArgsPolicy": "config",
+    "EnvVarsPolicy": "config",
+    "InteractiveMode": "config",
+    "ExecConfig": "config",
+    "Provider": "config",
+    "ClusterInfo": "config",
+    "DEFAULT_EXEC_TIMEOUT": "config",
+    "EXEC_API_VERSIONS": "config",
     # provider file
-    "CLIArgsPolicy": "provider",
-    "EnvVarsPolicy": "provider",
-    "InteractiveMode": "provider",
-    "ExecConfig": "provider",
-    "Provider": "provider",
     "ProviderConfig": "provider",
     "load_provider_file": "provider",
     "add_provider_file_flag": "provider",
-    "DEFAULT_EXEC_TIMEOUT": "provider",
     "DEFAULT_PROVIDER_FILE": "provider",
-    "EXEC_API_VERSIONS": "provider",
     # profiles
     "AccessConfig": "profile",
-    "ClusterInfo": "profile",
     "build_access_config": "profile",
     "select_access_provider": "profile",
     "EXEC_EXTENSION": "profile",
@@ -86,6 +87,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import (  # noqa: F401
+        DEFAULT_EXEC_TIMEOUT,
+        EXEC_API_VERSIONS,
+        CLIArgsPolicy,
+        ClusterInfo,
+        EnvVarsPolicy,
+        ExecConfig,
+        InteractiveMode,
+        Provider,
+    )
     from .errors import (  # noqa: F401
         AccessError,
         ExecFailedError,
@@ -117,19 +128,11 @@ if TYPE_CHECKING:  # pragma: no cover
         ADDITIONAL_ENVS_EXTENSION,
         EXEC_EXTENSION,
         AccessConfig,
-        ClusterInfo,
         build_access_config,
         select_access_provider,
     )
     from .provider import (  # noqa: F401
-        DEFAULT_EXEC_TIMEOUT,
         DEFAULT_PROVIDER_FILE,
-        EXEC_API_VERSIONS,
-        CLIArgsPolicy,
-        EnvVarsPolicy,
-        ExecConfig,
-        InteractiveMode,
-        Provider,
         ProviderConfig,
         add_provider_file_flag,
         load_provider_file,

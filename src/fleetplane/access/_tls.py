@@ -22,9 +22,9 @@ import urllib.request
 import weakref
 from urllib.parse import urlsplit
 
+from .config import ClusterInfo
 from .errors import ProfileError
 from .execplugin import Credential
-from .profile import ClusterInfo
 
 _dir_lock = threading.Lock()
 _dir: str | None = None

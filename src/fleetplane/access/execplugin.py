@@ -28,12 +28,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from . import _loop, metrics
 from ._redact import redact, truncate
+from .config import DEFAULT_EXEC_TIMEOUT, EXEC_API_VERSIONS, ClusterInfo, ExecConfig, InteractiveMode
 from .errors import (
     ExecFailedError,
     ExecInteractiveError,
@@ -43,10 +44,6 @@ from .errors import (
     ExecPluginError,
     ExecTimeoutError,
 )
-from .provider import DEFAULT_EXEC_TIMEOUT, EXEC_API_VERSIONS, ExecConfig, InteractiveMode
-
-if TYPE_CHECKING:
-    from .profile import AccessConfig, ClusterInfo
 
 log = logging.getLogger(__name__)
 
@@ -653,7 +650,23 @@ _registry_lock = threading.Lock()
 _registry: collections.OrderedDict[tuple, ExecAuthenticator] = collections.OrderedDict()
 
 
-def get_authenticator(access: AccessConfig) -> ExecAuthenticator:
+class ExecAccess(Protocol):
+    """What running a plugin needs of an :class:`~.profile.AccessConfig` (which builds on this module)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def cluster(self) -> ClusterInfo: ...
+
+    @property
+    def exec_config(self) -> ExecConfig: ...
+
+    @property
+    def exec_timeout(self) -> float: ...
+
+
+def get_authenticator(access: ExecAccess) -> ExecAuthenticator:
     """The process-wide authenticator for ``access`` (equal configs share one; LRU-bounded)."""
     key = (access.provider, access.cluster, access.exec_config, access.exec_timeout)
     with _registry_lock:
@@ -676,9 +689,9 @@ def clear_authenticators() -> None:
         _registry.clear()
 
 
-async def get_credential(access: AccessConfig) -> Credential:
+async def get_credential(access: ExecAccess) -> Credential:
     return await get_authenticator(access).get_credential()
 
 
-def get_credential_sync(access: AccessConfig) -> Credential:
+def get_credential_sync(access: ExecAccess) -> Credential:
     return get_authenticator(access).get_credential_sync()

@@ -26,15 +26,13 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
+from .config import DEFAULT_EXEC_TIMEOUT, CLIArgsPolicy, ClusterInfo, EnvVarsPolicy, ExecConfig, Provider
 from .errors import NoMatchingProviderError, ProfileError
-from .provider import DEFAULT_EXEC_TIMEOUT, CLIArgsPolicy, EnvVarsPolicy, ExecConfig, Provider, ProviderConfig
-
-if TYPE_CHECKING:
-    from .execplugin import Credential, ExecAuthenticator
+from .execplugin import Credential, ExecAuthenticator, get_authenticator
 
 log = logging.getLogger(__name__)
 
@@ -59,50 +57,14 @@ DENIED_PROFILE_ENV_VARS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    """Where and how to reach the cluster (the accessProvider's ``cluster``, minus extensions)."""
-
-    server: str
-    certificate_authority_data: bytes | None = field(default=None, repr=False)  # PEM bytes
-    tls_server_name: str | None = None
-    insecure_skip_tls_verify: bool = False
-    proxy_url: str | None = None
-    disable_compression: bool = False
-    #: The ``client.authentication.k8s.io/exec`` extension, as canonical (key-sorted) JSON.
-    exec_extension_json: bytes | None = field(default=None, repr=False)
+class Providers(Protocol):
+    """What choosing a provider needs of a provider file (:class:`~.provider.ProviderConfig`)."""
 
     @property
-    def exec_extension(self) -> Any:
-        """The ``client.authentication.k8s.io/exec`` extension object, or ``None``."""
-        return None if self.exec_extension_json is None else orjson.loads(self.exec_extension_json)
+    def providers(self) -> tuple[Provider, ...]: ...
 
     @property
-    def certificate_authority_pem(self) -> str | None:
-        return (
-            None
-            if self.certificate_authority_data is None
-            else self.certificate_authority_data.decode("ascii", "replace")
-        )
-
-    def to_exec_cluster(self) -> dict[str, Any]:
-        """``ExecCredential.spec.cluster`` in client-go's field order and omitempty behaviour."""
-        out: dict[str, Any] = {"server": self.server}
-        if self.tls_server_name:
-            out["tls-server-name"] = self.tls_server_name
-        if self.insecure_skip_tls_verify:
-            out["insecure-skip-tls-verify"] = True
-        if self.certificate_authority_data:
-            out["certificate-authority-data"] = base64.b64encode(self.certificate_authority_data).decode(
-                "ascii"
-            )
-        if self.proxy_url:
-            out["proxy-url"] = self.proxy_url
-        if self.disable_compression:
-            out["disable-compression"] = True
-        # runtime.RawExtension marshals as null when empty; client-go always emits the key.
-        out["config"] = self.exec_extension
-        return out
+    def names(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +88,6 @@ class AccessConfig:
 
     def authenticator(self) -> ExecAuthenticator:
         """The process-wide shared authenticator (credential cache) for this configuration."""
-        from .execplugin import get_authenticator
-
         return get_authenticator(self)
 
     async def get_credential(self) -> Credential:
@@ -196,7 +156,7 @@ def collect_access_providers(profile: Mapping[str, Any]) -> dict[str, Mapping[st
 
 
 def select_access_provider(
-    profile: Mapping[str, Any], providers: ProviderConfig
+    profile: Mapping[str, Any], providers: Providers
 ) -> tuple[Provider, Mapping[str, Any]]:
     """Return ``(provider, access provider entry)``: the first provider *in file order* the profile offers."""
     profile = as_mapping(profile)
@@ -225,7 +185,7 @@ def as_mapping(profile: Any) -> Mapping[str, Any]:
     raise ProfileError(f"cluster profile must be a mapping, got {type(profile).__name__}")
 
 
-def build_access_config(profile: Mapping[str, Any], providers: ProviderConfig) -> AccessConfig:
+def build_access_config(profile: Mapping[str, Any], providers: Providers) -> AccessConfig:
     """Build the :class:`AccessConfig` for a ClusterProfile dict (upstream ``BuildConfigFromCP``)."""
     profile = as_mapping(profile)
     provider, entry = select_access_provider(profile, providers)

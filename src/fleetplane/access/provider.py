@@ -21,7 +21,6 @@ and tuples), so building a configuration for one ClusterProfile can never leak i
 from __future__ import annotations
 
 import argparse
-import enum
 import logging
 import math
 import os
@@ -31,93 +30,25 @@ from typing import Any
 
 import orjson
 
+from .config import (  # noqa: F401 - defined once in config.py, also offered here
+    DEFAULT_EXEC_TIMEOUT,
+    EXEC_API_VERSION_V1,
+    EXEC_API_VERSION_V1BETA1,
+    EXEC_API_VERSIONS,
+    CLIArgsPolicy,
+    EnvVarsPolicy,
+    ExecConfig,
+    InteractiveMode,
+    Provider,
+)
 from .errors import ProviderFileError
+from .profile import AccessConfig, build_access_config
 
 log = logging.getLogger(__name__)
-
-#: Exec credential API versions accepted by client-go (v1alpha1 is no longer supported).
-EXEC_API_VERSION_V1 = "client.authentication.k8s.io/v1"
-EXEC_API_VERSION_V1BETA1 = "client.authentication.k8s.io/v1beta1"
-EXEC_API_VERSIONS = (EXEC_API_VERSION_V1, EXEC_API_VERSION_V1BETA1)
 
 #: Flag name and default value, as upstream ``SetupProviderFileFlag``.
 PROVIDER_FILE_FLAG = "--clusterprofile-provider-file"
 DEFAULT_PROVIDER_FILE = "clusterprofile-provider-file.json"
-
-#: Default plugin timeout in seconds. client-go has none; the kubelet's image credential provider
-#: plugins get one minute, which is long enough for cold cloud SDK token exchanges (network round
-#: trips, retries) and short enough that a hung plugin surfaces within a reconcile.
-DEFAULT_EXEC_TIMEOUT = 60.0
-
-
-class CLIArgsPolicy(enum.StrEnum):
-    """``profileSourcedCLIArgsPolicy``: what to do with the ``.../exec/additional-args`` extension."""
-
-    APPEND = "Append"  # append the profile's arguments to execConfig.args, no de-duplication
-    IGNORE = "Ignore"  # the default: the extension is not even parsed
-
-
-class EnvVarsPolicy(enum.StrEnum):
-    """``profileSourcedEnvVarsPolicy``: what to do with the ``.../exec/additional-envs`` extension."""
-
-    APPEND_IF_NOT_EXISTS = "AppendIfNotExists"  # add the profile's variables; the file's values win
-    REPLACE = "Replace"  # add the profile's variables; the profile's values win
-    IGNORE = "Ignore"  # the default: the extension is not even parsed
-
-
-class InteractiveMode(enum.StrEnum):
-    """``execConfig.interactiveMode`` (client-go semantics; fleetplane never has a terminal)."""
-
-    NEVER = "Never"
-    IF_AVAILABLE = "IfAvailable"
-    ALWAYS = "Always"
-
-
-@dataclass(frozen=True, slots=True)
-class ExecConfig:
-    """An exec credential plugin configuration (the KEP-541 part of a kubeconfig ``user.exec``)."""
-
-    api_version: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    provide_cluster_info: bool = False
-    interactive_mode: InteractiveMode = InteractiveMode.NEVER
-    install_hint: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON (camelCase) form, as it appears in a provider file or a kubeconfig."""
-        out: dict[str, Any] = {"apiVersion": self.api_version, "command": self.command}
-        out["args"] = list(self.args)
-        out["env"] = [{"name": n, "value": v} for n, v in self.env]
-        out["provideClusterInfo"] = self.provide_cluster_info
-        out["interactiveMode"] = self.interactive_mode.value
-        if self.install_hint:
-            out["installHint"] = self.install_hint
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    """One entry of the provider file."""
-
-    name: str
-    exec_config: ExecConfig
-    cli_args_policy: CLIArgsPolicy = CLIArgsPolicy.IGNORE
-    env_vars_policy: EnvVarsPolicy = EnvVarsPolicy.IGNORE
-    #: fleetplane extension (``execTimeoutSeconds``; upstream Go ignores unknown keys).
-    exec_timeout: float = DEFAULT_EXEC_TIMEOUT
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "execConfig": self.exec_config.to_dict(),
-            "profileSourcedCLIArgsPolicy": self.cli_args_policy.value,
-            "profileSourcedEnvVarsPolicy": self.env_vars_policy.value,
-        }
-        if self.exec_timeout != DEFAULT_EXEC_TIMEOUT:
-            out["execTimeoutSeconds"] = self.exec_timeout
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +70,8 @@ class ProviderConfig:
                 return p
         return None
 
-    def build_access_config(self, profile: Mapping[str, Any]):
+    def build_access_config(self, profile: Mapping[str, Any]) -> AccessConfig:
         """Build the :class:`~fleetplane.access.profile.AccessConfig` for a ClusterProfile (a dict)."""
-        from .profile import build_access_config
-
         return build_access_config(profile, self)
 
     @classmethod

@@ -18,10 +18,11 @@ from .tenancy import logical_cluster_type
 __all__ = ["builtin_types", "known_type", "logical_cluster_type", "workload_types"]
 
 
-def builtin_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for every built-in resource the hub serves."""
+def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> list[ResourceType]:
+    """Fresh ResourceType objects for every built-in resource the hub serves; ``crds_in`` tells the
+    CRD strategy which CRDs a logical cluster already has."""
     return [*core.resource_types(), *events.resource_types(), *coordination.resource_types(),
-            *apiextensions.resource_types(), *rbac.resource_types()]
+            *apiextensions.resource_types(crds_in), *rbac.resource_types()]
 
 
 def workload_types() -> list[ResourceType]:

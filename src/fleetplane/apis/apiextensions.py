@@ -16,14 +16,23 @@ from ..registry.validation import validate_object_meta
 CRD_DEFINITION = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
 
 
+#: the CRDs stored in a logical cluster (the registry reads them from its watch cache)
+CRDLister = Callable[[str], list[dict]]
+
+
+def no_crds(cluster: str) -> list[dict]:
+    """A catalog without storage behind it (tables, OpenAPI) has no stored CRDs."""
+    return []
+
+
 class CRDStrategy(Strategy):
     status_subresource = True
     tracks_generation = True
     allow_unconditional_update = False
 
-    def __init__(self) -> None:
-        #: set by the registry: the other CRDs of a logical cluster, for name conflicts
-        self.crds_in: Callable[[str], list[dict]] = lambda cluster: []
+    def __init__(self, crds_in: CRDLister) -> None:
+        #: the stored CRDs of a logical cluster, for name conflicts
+        self.crds_in = crds_in
 
     def before_write(self, obj: dict, old: dict | None, cluster: str) -> None:
         if old is None:
@@ -56,10 +65,11 @@ class CRDStrategy(Strategy):
         return errs
 
 
-def resource_types() -> list[ResourceType]:
+def resource_types(crds_in: CRDLister = no_crds) -> list[ResourceType]:
+    """``crds_in`` tells the CRD strategy which CRDs a logical cluster already has."""
     return [
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                     "customresourcedefinition", False, CRDStrategy(), short_names=("crd", "crds"),
+                     "customresourcedefinition", False, CRDStrategy(crds_in), short_names=("crd", "crds"),
                      categories=("api-extensions",), subresources=("status",),
                      openapi_definition=CRD_DEFINITION,
                      protobuf="k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"),

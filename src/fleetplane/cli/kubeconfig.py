@@ -31,30 +31,18 @@ def parse_duration(text: str) -> dt.timedelta:
     return dt.timedelta(seconds=total)
 
 
-def _server_url(data_dir: Path) -> str:
-    import yaml
-
-    admin = yaml.safe_load((data_dir / "admin.kubeconfig").read_text())
-    url = admin["clusters"][0]["cluster"]["server"]
-    return url.split("/clusters/", 1)[0]
-
-
 def _create(args: argparse.Namespace) -> int:
     import yaml
 
-    from ..server.certs import issue_client_certificate, kubeconfig, write_kubeconfig
+    from ..hub import client_kubeconfig, write_kubeconfig
 
     data_dir = Path(args.data_dir)
     pki = data_dir / "pki"
-    ca_cert, ca_key = pki / "client-ca.crt", pki / "client-ca.key"
-    if not ca_key.exists():
+    if not (pki / "client-ca.key").exists():
         print(f"fleetplane: no client CA in {pki}: start the hub with --data-dir {data_dir} once first", file=sys.stderr)
         return 1
     clusters = list(dict.fromkeys(args.logical_cluster or ["root"]))
-    cert = issue_client_certificate(ca_cert, ca_key, args.user, list(args.group or []), args.expiration)
-    server = args.server or _server_url(data_dir)
-    serving_ca = (pki / "ca.crt").read_bytes() if server.startswith("https:") else None
-    config = kubeconfig(server, serving_ca, None, clusters, current=clusters[0], user=args.user, client_cert=cert)
+    config = client_kubeconfig(data_dir, args.user, list(args.group or []), args.expiration, clusters, args.server)
     if args.output == "-":
         sys.stdout.write(yaml.safe_dump(config, sort_keys=False))
     else:

@@ -35,51 +35,31 @@ def _storage_url(args: argparse.Namespace) -> str:
     raise ValueError(f"--storage: want sqlite, etcd or a store URL, not {args.storage!r}")
 
 
-def _controller(module: str, identity: str, **options):
-    """A background controller for ``fleetplane start``, imported only once the hub is ready
-    (the client libraries take longer to import than the hub takes to start). It talks to the
-    hub as ``identity`` (a client certificate the hub issues), never as the admin."""
-
-    async def run(app, kubeconfig_path):
-        import importlib
-
-        await importlib.import_module(module).background(**options)(app, kubeconfig_path)
-
-    run.identity = identity  # type: ignore[attr-defined]
-    return run
-
-
 def _start(args: argparse.Namespace) -> int:
-    from ..fleet import identities
-    from ..fleet.cluster.crd import CLUSTER_CRD
-    from ..fleet.clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
-    from ..fleet.identities import CLUSTER_CONTROLLER, SPLITTER
-    from ..pipeline.authorization import bootstrap
-
-    # the fleet controllers' own roles, served in every logical cluster beside kube's
-    bootstrap.add(identities.cluster_roles(), identities.cluster_role_bindings())
-    from ..server.serve import Options, run
+    from ..fleet.plugin import FleetPlugin
+    from ..hub import HubConfig, Plugin, run_hub
+    from ..inventory.plugin import InventoryPlugin
 
     storage = _storage_url(args)
-    controllers = []
-    if not args.no_cluster_controller:
-        options = from_args(ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
-                            cluster_profiles=not args.no_cluster_profiles)
-        controllers.append(_controller("fleetplane.fleet.cluster.run", CLUSTER_CONTROLLER, options=options))
-    if not args.no_splitter:
-        split = from_args(SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS)
-        controllers.append(_controller("fleetplane.fleet.splitter", SPLITTER, **dataclasses.asdict(split)))
-    run(Options(system_crds=[CLUSTER_CRD, CLUSTERDAEMONSET_CRD], data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
-                auth=not args.no_auth, kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
-                bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
-                cluster_profiles=not args.no_cluster_profiles, storage=storage, etcd_cacert=args.etcd_cacert,
-                etcd_cert=args.etcd_cert, etcd_key=args.etcd_key, etcd_request_timeout=args.etcd_request_timeout,
-                token_auth_file=args.token_auth_file, authentication_config=args.authentication_config,
-                anonymous_auth=args.anonymous_auth, service_account_max_token_expiration=args.service_account_max_token_expiration,
-                service_account_issuer=args.service_account_issuer,
-                encryption_provider_config=args.encryption_provider_config, audit_log_path=args.audit_log_path,
-                audit_policy_file=args.audit_policy_file),
-        background=controllers)
+    fleet = FleetPlugin(
+        cluster_controller=None if args.no_cluster_controller else from_args(
+            ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
+            cluster_profiles=not args.no_cluster_profiles),
+        splitter=None if args.no_splitter else dataclasses.asdict(
+            from_args(SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS)))
+    plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
+    run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
+                      auth=not args.no_auth,
+                      kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
+                      bookmark_interval=args.watch_bookmark_interval, history_retention=args.history_retention,
+                      storage=storage, etcd_cacert=args.etcd_cacert, etcd_cert=args.etcd_cert, etcd_key=args.etcd_key,
+                      etcd_request_timeout=args.etcd_request_timeout, token_auth_file=args.token_auth_file,
+                      authentication_config=args.authentication_config, anonymous_auth=args.anonymous_auth,
+                      service_account_max_token_expiration=args.service_account_max_token_expiration,
+                      service_account_issuer=args.service_account_issuer,
+                      encryption_provider_config=args.encryption_provider_config,
+                      audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file),
+            plugins)
     return 0
 
 

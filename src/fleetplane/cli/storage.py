@@ -12,19 +12,18 @@ STORE_HELP = ("sqlite:PATH, or etcd:URL[,URL...] with TLS options as a query str
 def _copy(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..storage.copy import copy
-    from ..storage.open import describe
+    from ..hub import copy_store, describe_store
 
     def progress(done: int, total: int) -> None:
         if not args.quiet and sys.stderr.isatty():
             print(f"\r{done}/{total} keys", end="", file=sys.stderr, flush=True)
 
-    result = asyncio.run(copy(args.source, args.target, progress=progress))
+    result = asyncio.run(copy_store(args.source, args.target, progress=progress))
     if not args.quiet:
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        print(f"copied {result.keys} keys ({result.bytes} bytes) from {describe(args.source)} "
-              f"(revision {result.source_revision}) to {describe(args.target)} (now at revision "
+        print(f"copied {result.keys} keys ({result.bytes} bytes) from {describe_store(args.source)} "
+              f"(revision {result.source_revision}) to {describe_store(args.target)} (now at revision "
               f"{result.target_revision}) in {result.seconds:.1f}s; every object keeps its uid and "
               "metadata, resourceVersions are new: clients relist")
     return 0

@@ -2,7 +2,7 @@
 
 "A ClusterDaemonSet CRD and controller can ensure that at least one replica of a Pod is running
 on every available Cluster" (the 2021 prototype's notes). The hub serves it in every logical
-cluster as a system CRD (``Options(system_crds=[CLUSTERDAEMONSET_CRD])``), like ClusterProfile;
+cluster as a system CRD (the fleet plugin contributes it: :mod:`fleetplane.fleet.plugin`), like ClusterProfile;
 other hubs take ``kubectl apply -f`` of :func:`crd_yaml`.
 
 ::

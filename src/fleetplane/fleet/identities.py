@@ -13,11 +13,10 @@ Identities:
   controller's role includes everything the Syncer's does.
 
 :func:`cluster_roles` and :func:`cluster_role_bindings` are bootstrap policy: shared by every
-logical cluster, never stored (``fleetplane.pipeline.authorization.bootstrap.add`` takes them
-as they are). The controller and splitter roles are bound to their users by bootstrap in every
-logical cluster; ``/clusters/*`` list/watch is authorized in ``root`` and needs both the resource
-rule and the non-resource rule ``{nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}``, so the
-roles of components that watch across logical clusters carry that rule. The Syncer roles are
+logical cluster, never stored (the fleet plugin, :mod:`.plugin`, contributes them as they are).
+The controller and splitter roles are bound to their users by bootstrap in every logical cluster;
+``/clusters/*`` list/watch is authorized in ``root`` and needs both the resource rule and the
+non-resource rule ``{nonResourceURLs: ["/clusters/*"], verbs: [list, watch]}``, so the roles of components that watch across logical clusters carry that rule. The Syncer roles are
 *not* bound by bootstrap: :func:`syncer_role_binding` gives the bindings (and the per-Syncer Role
 naming its own Cluster and Lease) to create in the Syncer's logical cluster.
 
@@ -38,9 +37,9 @@ from typing import Any
 from ..apimachinery.validation import is_dns1123_label, is_label_value
 from ..inventory import constants as ic
 from ..kube.client import ApiError, Client
-from .cluster_crd import GROUP as CLUSTER_GROUP
-from .cluster_crd import LABEL_CLUSTER
-from .cluster_crd import PLURAL as CLUSTER_PLURAL
+from .cluster.crd import GROUP as CLUSTER_GROUP
+from .cluster.crd import LABEL_CLUSTER
+from .cluster.crd import PLURAL as CLUSTER_PLURAL
 from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
 from .syncer import constants as sync_constants
 

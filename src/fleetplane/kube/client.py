@@ -169,13 +169,27 @@ def _api_client(target: ApiTarget, user_agent: str, pool: int) -> ApiClient:
             with contextlib.suppress(OSError):
                 os.unlink(f)
     api.user_agent = user_agent
-    if not target.proxy_url and not _ENV_LOOKUPS.intersection(os.environ):
-        # kubernetes_asyncio makes its aiohttp session with trust_env=True, so every request
-        # looks up ~/.netrc and the proxy variables in a worker thread (two thread round trips
-        # per request, 15 % of a busy hub's samples); with none of them set there is nothing
-        # to find. aiohttp offers no public switch after the session is made.
-        api.rest_client.pool_manager._trust_env = False
     return api
+
+
+def _without_env_lookups(api: ApiClient, target: ApiTarget) -> aiohttp.ClientSession | None:
+    """kubernetes_asyncio makes its aiohttp session with ``trust_env=True``, so every request
+    looks up ~/.netrc and the proxy variables in a worker thread (two thread round trips per
+    request, 15 % of a busy hub's samples); with none of them set there is nothing to find. So
+    the client's session (``rest_client.pool_manager``) is replaced by one with
+    ``trust_env=False`` over the same connector (its TLS settings and pool). Returns the
+    library's session, which must stay referenced until the connector is closed (it is closed
+    then too, without an "unclosed session" warning)."""
+    if target.proxy_url or _ENV_LOOKUPS.intersection(os.environ):
+        return None
+    library = api.rest_client.pool_manager
+    api.rest_client.pool_manager = aiohttp.ClientSession(connector=library.connector, connector_owner=True,
+                                                         trust_env=False, read_bufsize=_READ_BUFSIZE)
+    return library
+
+
+#: kubernetes_asyncio's read buffer (watch events of large objects exceed aiohttp's default)
+_READ_BUFSIZE = 2**21
 
 
 #: the environment aiohttp's trust_env reads: when any is set, the lookups stay on
@@ -190,10 +204,12 @@ class _Connection:
     def __init__(self, target: ApiTarget, user_agent: str, pool: int) -> None:
         self.target, self.user_agent, self.pool = target, user_agent, pool
         self.api: ApiClient | None = None
+        self._replaced_session: aiohttp.ClientSession | None = None
 
     def get(self) -> ApiClient:
         if self.api is None:
             self.api = _api_client(self.target, self.user_agent, self.pool)
+            self._replaced_session = _without_env_lookups(self.api, self.target)
         return self.api
 
     async def close(self) -> None:
@@ -201,6 +217,7 @@ class _Connection:
         if api is not None:
             with contextlib.suppress(Exception):
                 await api.close()
+        self._replaced_session = None
 
 
 class _Borrowed(_Connection):

@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from .workqueue import WorkQueue
 
-__all__ = ["Controller", "ErrorLogger", "Reconcile", "Result", "every", "log_sync_error", "stop_tasks"]
+__all__ = ["Controller", "ErrorLogger", "Reconcile", "Result", "every", "log_sync_error", "run_workers", "stop_tasks"]
 
 log = logging.getLogger(__name__)
 
@@ -148,3 +148,11 @@ async def every(seconds: float, tick: Callable[[], None]) -> None:
             tick()
         except Exception:
             log.exception("resync failed")
+
+
+async def run_workers(queue: WorkQueue, sync: Callable[[Any], Awaitable[Any]], workers: int) -> None:
+    """Drain ``queue`` into ``sync`` with ``workers`` concurrent workers until cancelled: a
+    :class:`Controller` on this queue. A key whose sync returns is forgotten (its
+    backoff reset), unless it returned False (it has handled its own retry); one whose sync
+    raises is retried with backoff."""
+    await Controller(queue.name, sync, workers=workers, queue=queue).run()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["Backoff", "WorkQueue", "run_workers"]
+__all__ = ["Backoff", "WorkQueue"]
 
 
 class Backoff:
@@ -119,13 +119,3 @@ class WorkQueue:
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-
-
-async def run_workers(queue: WorkQueue, sync: Callable[[Any], Awaitable[Any]], workers: int) -> None:
-    """Drain ``queue`` into ``sync`` with ``workers`` concurrent workers until cancelled: a
-    :class:`~.controller.Controller` on this queue. A key whose sync returns is forgotten (its
-    backoff reset), unless it returned False (it has handled its own retry); one whose sync
-    raises is retried with backoff."""
-    from .controller import Controller  # the runtime builds on this module
-
-    await Controller(queue.name, sync, workers=workers, queue=queue).run()

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from ..apis import builtin_types, logical_cluster_type
+from ..apis.apiextensions import CRDLister, no_crds
 from ..storage.watchcache import WatchEvent
 from . import crd as crds
 from .types import ResourceType
@@ -24,9 +25,9 @@ GVR = tuple[str, str, str]  # group, version, plural
 
 
 class Catalog:
-    def __init__(self, extra_builtins: Iterable[ResourceType] = ()) -> None:
+    def __init__(self, extra_builtins: Iterable[ResourceType] = (), crds_in: CRDLister = no_crds) -> None:
         self.builtins: dict[GVR, ResourceType] = {}
-        for rt in [*builtin_types(), *extra_builtins]:
+        for rt in [*builtin_types(crds_in), *extra_builtins]:
             self.builtins[(rt.group, rt.version, rt.plural)] = rt
         self.logical_cluster = logical_cluster_type()
         #: cluster -> CRD name -> its types

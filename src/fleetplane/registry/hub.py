@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
-from ..apis.apiextensions import CRDStrategy
 from ..apis.tenancy import cluster_name_error
 from ..pipeline.admission.chain import Plugin
 from ..pipeline.admission.plugins import KindAdmission, KindCheck, default_chain
@@ -50,7 +49,7 @@ class Registry:
         self.history_retention = history_retention
         self._compactor: asyncio.Task | None = None
         self.cache = WatchCache(storage)
-        self.catalog = Catalog([*extra_types, *system_types(system_crds)])
+        self.catalog = Catalog([*extra_types, *system_types(system_crds)], crds_in=self.crds_in)
         chain = default_chain(self.namespace_state, self.cache.sync)
         for (group, kind), check in (admission or {}).items():
             chain.add(KindAdmission(f"{kind}Admission", group, kind, check, self.namespace_labels))
@@ -59,9 +58,6 @@ class Registry:
         self.store = GenericStore(storage, self.cache, chain)
         self.lifecycle = Lifecycle(self)
         self._creating: dict[str, asyncio.Future] = {}
-        crd_rt = self.catalog.lookup(ROOT, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        assert crd_rt is not None and isinstance(crd_rt.strategy, CRDStrategy)
-        crd_rt.strategy.crds_in = self.crds_in
 
     async def start(self) -> None:
         await self.storage.start()

@@ -284,23 +284,15 @@ def _cannot_apply(message: str) -> StatusError:
     return StatusError(422, "Invalid", message)
 
 
-def _metadata_only() -> PatchMeta:
-    from .definitions import metadata_only  # the definitions are read with this module's reader
-
-    return metadata_only()
-
-
-def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta | None = None) -> dict:
-    """Apply a Kubernetes strategic merge patch to ``doc`` using ``meta`` for list strategies.
-
-    ``meta`` defaults to that of an object with only ObjectMeta known (``definitions.metadata_only``).
-    """
+def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta) -> dict:
+    """Apply a Kubernetes strategic merge patch to ``doc`` using ``meta`` for list strategies
+    (``ResourceType.patch_meta``; ``definitions.metadata_only()`` for an object with only ObjectMeta known)."""
     if not isinstance(patch, dict):
         raise bad_request(
             f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
         )
     original = copy.deepcopy(doc) if isinstance(doc, dict) else {}
-    result = _smp_map(original, copy.deepcopy(patch), meta or _metadata_only())
+    result = _smp_map(original, copy.deepcopy(patch), meta)
     return {} if result is _DELETED else result
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from .. import __version__
 from ..apimachinery import errors as e
@@ -31,10 +31,11 @@ from ..pipeline.authentication.serviceaccount import (
 )
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
-from . import discovery, metrics, openapi
+from . import discovery, openapi
 from .filters import Pipeline, request_verb
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
+from .metrics import Metrics
 from .request import RequestInfo, parse
 
 log = logging.getLogger("fleetplane.server")
@@ -86,14 +87,16 @@ class HubApp:
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         #: None: every request is served unauthenticated (``--no-auth``, tests of the bare app)
         self.pipeline = pipeline
-        self.resources = ResourceHandler(registry, config.bookmark_interval)
+        #: this app's own metrics (``/metrics``), whatever other apps the process runs
+        self.metrics = Metrics(
+            logical_clusters=lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())),
+            storage_revision=lambda: registry.cache.revision)
+        self.resources = ResourceHandler(registry, config.bookmark_interval, watchers=self.metrics.watchers)
         if pipeline is not None:
             self.resources.object_check = pipeline.object_check
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
         self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}
-        metrics.LOGICAL_CLUSTERS.set_function(lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())))
-        metrics.STORAGE_REVISION.set_function(lambda: registry.cache.revision)
 
     # -- ASGI -----------------------------------------------------------------------------
 
@@ -140,7 +143,7 @@ class HubApp:
             log.exception("internal error serving %s %s", req.method, req.path)
             await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
         finally:
-            metrics.observe(req, info, status[0], time.perf_counter() - started)
+            self.metrics.observe(req, info, status[0], time.perf_counter() - started)
             if audit[0] is not None:
                 self._audit_finish(audit[0], req, status[0], b"".join(response))
 
@@ -211,7 +214,7 @@ class HubApp:
         elif head in ("healthz", "livez", "readyz"):
             await self._health(req, head, parts)
         elif head == "metrics" and len(parts) == 1:
-            await respond(req, 200, generate_latest(), content_type=CONTENT_TYPE_LATEST)
+            await respond(req, 200, self.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
         elif head == "api":
             await self._discovery_core(req, info)
         elif head == "apis":

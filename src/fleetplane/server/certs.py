@@ -162,3 +162,21 @@ def kubeconfig(server: str, ca_pem: bytes | None, token: str | None, clusters: l
 
 def write_kubeconfig(path: Path, config: dict) -> None:
     _write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
+
+
+def hub_url(data_dir: Path) -> str:
+    """The hub's URL, without a logical cluster, as its admin.kubeconfig names it."""
+    admin = yaml.safe_load((data_dir / "admin.kubeconfig").read_text())
+    return admin["clusters"][0]["cluster"]["server"].split("/clusters/", 1)[0]
+
+
+def client_kubeconfig(data_dir: Path, user: str, groups: list[str], validity: dt.timedelta, clusters: list[str],
+                      server: str | None = None) -> dict:
+    """A kubeconfig naming ``user`` in ``groups`` by a client certificate the hub's client CA
+    signs, valid for ``validity``, with one context per logical cluster (the first is current);
+    ``server`` defaults to the hub's own URL (:func:`hub_url`)."""
+    pki = data_dir / "pki"
+    cert = issue_client_certificate(pki / "client-ca.crt", pki / "client-ca.key", user, groups, validity)
+    server = server or hub_url(data_dir)
+    serving_ca = (pki / "ca.crt").read_bytes() if server.startswith("https:") else None
+    return kubeconfig(server, serving_ca, None, clusters, current=clusters[0], user=user, client_cert=cert)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from prometheus_client import Gauge
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
@@ -112,11 +113,13 @@ def include_object(req: Request) -> str:
 
 
 class ResourceHandler:
-    def __init__(self, registry: Registry, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
+    def __init__(self, registry: Registry, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, *,
+                 watchers: Gauge) -> None:
         self.registry = registry
         self.store = registry.store
         self.bookmark_interval = bookmark_interval
-        #: the pipeline's check of an object read by name, once it is known (label scopes)
+        #: open watch streams per resource, in the app's metrics
+        self.watchers = watchers        #: the pipeline's check of an object read by name, once it is known (label scopes)
         self.object_check: Callable[[Any, dict], None] | None = None
 
     async def handle(self, req: Request, info: RequestInfo) -> None:
@@ -193,7 +196,7 @@ class ResourceHandler:
         opts = list_options(req, rt, watch=True)
         await serve_watch(req, self.store, rt, make_context(req, info, rt), opts,
                           table=wants_table(req), include_object=include_object(req) if wants_table(req) else "",
-                          bookmark_interval=self.bookmark_interval)
+                          bookmark_interval=self.bookmark_interval, watchers=self.watchers)
 
     # -- writes ---------------------------------------------------------------------------
 

@@ -1,23 +1,65 @@
-"""Prometheus metrics, named as kube-apiserver names the same things."""
+"""Prometheus metrics, named as kube-apiserver names the same things.
+
+Each hub app has its own :class:`Metrics` in its own ``CollectorRegistry``, so two apps in one
+process (tests, benchmarks) count their own requests and report their own store; ``/metrics``
+serves that registry, which also relays the process-wide collectors of ``prometheus_client``'s
+default registry (process and GC figures, the audit log's and the access library's counters).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 
 if TYPE_CHECKING:
     from .http import Request
     from .request import RequestInfo
 
-REQUESTS = Counter("apiserver_request_total", "Requests by verb, resource and code.",
-                   ["verb", "group", "resource", "subresource", "code"])
-LATENCY = Histogram("apiserver_request_duration_seconds", "Request latency (watches: stream lifetime excluded).",
-                    ["verb", "resource"],
-                    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-WATCHERS = Gauge("apiserver_registered_watchers", "Open watch streams.", ["resource"])
-LOGICAL_CLUSTERS = Gauge("fleetplane_logical_clusters", "Logical clusters that exist.")
-STORAGE_REVISION = Gauge("fleetplane_storage_revision", "The store's current revision.")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class _ProcessWide:
+    """The default registry's samples, relayed: they describe the process, not one app."""
+
+    def collect(self) -> Iterable[Metric]:
+        return REGISTRY.collect()
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing to check for clashes: the app's own names are not in the default registry
+
+
+class Metrics:
+    """One app's request counters and latencies, open watches, logical clusters and revision."""
+
+    def __init__(self, logical_clusters: Callable[[], float], storage_revision: Callable[[], float]) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("apiserver_request_total", "Requests by verb, resource and code.",
+                                ["verb", "group", "resource", "subresource", "code"], registry=self.registry)
+        self.latency = Histogram("apiserver_request_duration_seconds",
+                                 "Request latency (watches: stream lifetime excluded).", ["verb", "resource"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.watchers = Gauge("apiserver_registered_watchers", "Open watch streams.", ["resource"],
+                              registry=self.registry)
+        Gauge("fleetplane_logical_clusters", "Logical clusters that exist.",
+              registry=self.registry).set_function(logical_clusters)
+        Gauge("fleetplane_storage_revision", "The store's current revision.",
+              registry=self.registry).set_function(storage_revision)
+        self.registry.register(_ProcessWide())  # type: ignore[arg-type]
+
+    def observe(self, req: Request, info: RequestInfo | None, code: int, seconds: float) -> None:
+        verb = verb_of(req, info)
+        resource = info.resource if info is not None and info.is_resource else ""
+        self.requests.labels(verb, info.group if info else "", resource, info.subresource if info else "",
+                             str(code)).inc()
+        if verb != "watch":
+            self.latency.labels(verb, resource).observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The text format ``/metrics`` answers with."""
+        return generate_latest(self.registry)
 
 
 def verb_of(req: Request, info: RequestInfo | None) -> str:
@@ -30,11 +72,3 @@ def verb_of(req: Request, info: RequestInfo | None) -> str:
         return "watch" if req.flag("watch") else "list"
     return {"POST": "create", "PUT": "update", "PATCH": "apply" if "apply-patch" in req.content_type else "patch",
             "DELETE": "delete" if info.name else "deletecollection"}.get(m, m.lower())
-
-
-def observe(req: Request, info: RequestInfo | None, code: int, seconds: float) -> None:
-    verb = verb_of(req, info)
-    resource = info.resource if info is not None and info.is_resource else ""
-    REQUESTS.labels(verb, info.group if info else "", resource, info.subresource if info else "", str(code)).inc()
-    if verb != "watch":
-        LATENCY.labels(verb, resource).observe(seconds)

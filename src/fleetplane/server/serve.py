@@ -1,4 +1,6 @@
-"""Run the hub: storage, registry, credentials, kubeconfig and uvicorn, in one process."""
+"""Build and run the hub: storage, registry, the request pipeline, credentials, kubeconfig and
+uvicorn, in one process. :func:`fleetplane.hub.build_hub` is the way in: it gathers what the
+plugins contribute and calls :func:`build`."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import logging
 import os
 import signal
 import ssl
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
-import uvloop
 
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
@@ -39,6 +42,7 @@ from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
 from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
 from ..pipeline.user import MASTERS, UserInfo
+from ..plugin import Contributions, Controller, ControllerContext
 from ..registry.catalog import ROOT
 from ..registry.hub import Registry
 from ..registry.policy import CachePolicySource
@@ -48,8 +52,8 @@ from ..storage.open import open_store
 from .app import GIT_VERSION, HubApp, ServerConfig
 from .certs import (
     Credentials,
+    client_kubeconfig,
     ensure_credentials,
-    issue_client_certificate,
     kubeconfig,
     private_dir,
     write_kubeconfig,
@@ -61,7 +65,9 @@ log = logging.getLogger("fleetplane.server")
 
 
 @dataclass
-class Options:
+class HubConfig:
+    """How one hub serves (kube-apiserver's flags); what it serves comes from its plugins."""
+
     data_dir: Path = Path(".fleetplane")
     bind: str = "127.0.0.1"
     port: int = 6443
@@ -71,13 +77,6 @@ class Options:
     kubeconfig_clusters: list[str] = field(default_factory=lambda: ["root"])
     bookmark_interval: float = 60.0
     history_retention: float = 300.0
-    #: more built-in types (a simulated physical cluster serves Deployments, Pods, ...)
-    extra_types: list = field(default_factory=list)
-    #: CRD documents served in every logical cluster, and admission checks by (group, kind)
-    system_crds: list = field(default_factory=list)
-    admission: dict = field(default_factory=dict)
-    #: serve the ClusterProfile API (KEP-4322) in every logical cluster
-    cluster_profiles: bool = True
     #: the store: "" (SQLite in <data-dir>/hub.db), "sqlite:PATH" or "etcd:URL[,URL...]"
     storage: str = ""
     #: TLS to etcd: CA bundle, client certificate and key (PEM files)
@@ -105,24 +104,48 @@ class Options:
 class _Server(uvicorn.Server):
     """uvicorn, plus: on SIGTERM/SIGINT cancel the background controllers and end open watches
     at once, so shutdown is quick, and exit 0 after a graceful SIGTERM shutdown (uvicorn
-    re-raises the signal by default)."""
+    re-raises every signal it caught once it has shut down).
 
-    app_ref: HubApp | None = None
-    background_tasks: list[asyncio.Task]
-    _draining: asyncio.Task | None = None
+    The signals are this class's own: it replaces ``capture_signals``, the public method
+    ``uvicorn.Server.serve`` wraps the server's life in, and sets the public ``should_exit`` and
+    ``force_exit`` flags itself (uvicorn is pinned in pyproject.toml: the method is part of its
+    ``Server`` class, not of a documented API)."""
 
-    def handle_exit(self, sig, frame) -> None:  # type: ignore[override]
+    def __init__(self, config: uvicorn.Config, app: HubApp) -> None:
+        super().__init__(config)
+        self.app = app
+        self.background_tasks: list[asyncio.Task] = []
+        #: the signals received, in order; re-raised after shutdown (SIGTERM excepted)
+        self.received: list[int] = []
+        self._draining: asyncio.Task | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach the main thread only (uvicorn does the same)
+            return
+        # signal.signal, not loop.add_signal_handler: the previous handlers come back afterwards
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+        for received in reversed(self.received):  # as uvicorn: the process ends as the signal says (LIFO)
+            if received != signal.SIGTERM:
+                signal.raise_signal(received)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         loop = asyncio.get_event_loop()
-        if self.app_ref is not None:
-            self.app_ref.ready = False
-        tasks = [t for t in getattr(self, "background_tasks", []) if not t.done()]
+        self.app.ready = False
+        tasks = [t for t in self.background_tasks if not t.done()]
         if tasks and self._draining is None:
             # The controllers stop first, while the server still answers them: they release
             # their Leases (a successor takes over at once, not a lease duration later) and
             # finish their writes. A second signal does not wait for them.
             loop.call_soon_threadsafe(self._drain, tasks, sig)
             return
-        self._exit(loop, sig, frame)
+        self._exit(loop, sig)
 
     def _drain(self, tasks: list[asyncio.Task], sig: int) -> None:
         for task in tasks:
@@ -130,18 +153,19 @@ class _Server(uvicorn.Server):
 
         async def then_exit() -> None:
             await asyncio.wait(tasks, timeout=BACKGROUND_STOP_TIMEOUT)
-            self._exit(asyncio.get_running_loop(), sig, None)
+            self._exit(asyncio.get_running_loop(), sig)
 
         self._draining = asyncio.get_running_loop().create_task(then_exit())
 
-    def _exit(self, loop: asyncio.AbstractEventLoop, sig: int, frame: object) -> None:
-        for task in getattr(self, "background_tasks", []):
+    def _exit(self, loop: asyncio.AbstractEventLoop, sig: int) -> None:
+        for task in self.background_tasks:
             loop.call_soon_threadsafe(task.cancel)
-        if self.app_ref is not None:
-            loop.call_soon_threadsafe(self.app_ref.registry.cache.stop_watchers)
-        super().handle_exit(sig, frame)
-        if sig == signal.SIGTERM and sig in self._captured_signals:
-            self._captured_signals.remove(sig)
+        loop.call_soon_threadsafe(self.app.registry.cache.stop_watchers)
+        self.received.append(sig)
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: do not wait for open connections
+        else:
+            self.should_exit = True
 
 
 #: how long SIGTERM waits for the controllers running in the hub to stop before the server stops
@@ -163,7 +187,7 @@ class Reviews:
         return [*self.authorization.types(), *self.authentication.types()]
 
 
-def service_accounts(opts: Options, creds: Credentials, registry: Registry, server_url: str) -> TokenIssuer:
+def service_accounts(opts: HubConfig, creds: Credentials, registry: Registry, server_url: str) -> TokenIssuer:
     """ServiceAccount tokens: each logical cluster its own issuer (``<server>/clusters/<name>``)
     signing with one key; TokenRequest on ``serviceaccounts/token``; legacy token Secrets filled
     by admission."""
@@ -179,7 +203,7 @@ def service_accounts(opts: Options, creds: Credentials, registry: Registry, serv
     return issuer
 
 
-def build_pipeline(opts: Options, creds: Credentials, registry: Registry, reviews: Reviews,
+def build_pipeline(opts: HubConfig, creds: Credentials, registry: Registry, reviews: Reviews,
                    issuer: TokenIssuer) -> tuple[Pipeline, OIDCAuthenticators | None]:
     """Authentication and authorization for ``opts``: client certificates, the admin token,
     the token file, ServiceAccount tokens, OIDC issuers; then system:masters, membership of the
@@ -241,25 +265,20 @@ def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
             rt.defaults = lambda cluster: bootstrap.CLUSTER_ROLE_BINDINGS
 
 
-def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
+def build(opts: HubConfig, contributions: Contributions) -> Hub:
+    """The hub ``opts`` describes, serving what ``contributions`` add (see :func:`fleetplane.hub.build_hub`)."""
     # Everything the hub writes (database, WAL, keys, kubeconfigs) is its owner's alone,
     # whatever umask it was started with; the data directory is 0700.
     os.umask(0o077)
     host_for_url = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
     creds = ensure_credentials(opts.data_dir, [host_for_url])
-    system_crds, admission = list(opts.system_crds), dict(opts.admission)
-    if opts.cluster_profiles:
-        from ..inventory import CLUSTERPROFILE_CRD, admit
-
-        system_crds.append(CLUSTERPROFILE_CRD)
-        admission[("multicluster.x-k8s.io", "ClusterProfile")] = admit
     store: Store = open_store(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}", cacert=opts.etcd_cacert,
                               cert=opts.etcd_cert, key=opts.etcd_key, timeout=opts.etcd_request_timeout)
     if opts.encryption_provider_config:
         store = EncryptedStore(store, load_encryption_config(opts.encryption_provider_config))
     reviews = Reviews()
-    registry = Registry(store, system_crds=system_crds, admission=admission,
-                        extra_types=[*opts.extra_types, *reviews.types()], history_retention=opts.history_retention)
+    registry = Registry(store, system_crds=contributions.crds, admission=contributions.admission,
+                        extra_types=[*contributions.types, *reviews.types()], history_retention=opts.history_retention)
     _make_private(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}")
     server_url = f"{'https' if opts.tls else 'http'}://{host_for_url}:{opts.port}"
     issuer = service_accounts(opts, creds, registry, server_url)
@@ -295,25 +314,19 @@ def build(opts: Options) -> tuple[HubApp, uvicorn.Config]:
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))
-    return app, config
+    return Hub(opts, app, _Server(config, app), list(contributions.controllers))
 
 
-def identity_kubeconfig(opts: Options, identity: str | None) -> Path:
+def identity_kubeconfig(opts: HubConfig, identity: str | None) -> Path:
     """The kubeconfig a controller running in the hub uses: a client certificate for its own
     identity (``<data-dir>/identities/<name>.kubeconfig``, renewed at every start), or the
     admin's when it names none or the hub serves no TLS (no client certificates then)."""
     admin = opts.data_dir / "admin.kubeconfig"
     if identity is None or not opts.tls or not opts.auth:
         return admin
-    import yaml
-
-    pki = opts.data_dir / "pki"
-    cert = issue_client_certificate(pki / "client-ca.crt", pki / "client-ca.key", identity, [],
-                                    dt.timedelta(days=365))
-    server = yaml.safe_load(admin.read_text())["clusters"][0]["cluster"]["server"].split("/clusters/", 1)[0]
     path = private_dir(opts.data_dir / "identities") / (identity.rsplit(":", 1)[-1] + ".kubeconfig")
-    write_kubeconfig(path, kubeconfig(server, (pki / "ca.crt").read_bytes(), None, opts.kubeconfig_clusters,
-                                      user=identity, client_cert=cert))
+    write_kubeconfig(path, client_kubeconfig(opts.data_dir, identity, [], dt.timedelta(days=365),
+                                             opts.kubeconfig_clusters))
     return path
 
 
@@ -337,41 +350,36 @@ def _make_private(storage_url: str) -> None:
             os.chmod(p, 0o600)
 
 
-Background = Callable[[HubApp, Path], Awaitable[None]]
+class Hub:
+    """One hub, built and ready to run: the ASGI ``app`` and the uvicorn ``server`` that serves
+    it; the ``controllers`` start once it serves and are cancelled before it stops."""
 
+    def __init__(self, config: HubConfig, app: HubApp, server: _Server, controllers: list[Controller]) -> None:
+        self.config, self.app, self.server, self.controllers = config, app, server, controllers
 
-async def serve(opts: Options, background: list[Background] | None = None) -> None:
-    """Serve until SIGTERM/SIGINT; ``background`` coroutines (controllers that talk to this
-    server through its API with ``<data-dir>/admin.kubeconfig``) start once it is ready and
-    are cancelled before it shuts down."""
-    app, config = build(opts)
-    server = _Server(config)
-    server.app_ref = app
-    tasks: list[asyncio.Task] = []
-    server.background_tasks = tasks
-
-    async def start_background() -> None:
+    async def _start_background(self) -> None:
+        server, tasks = self.server, self.server.background_tasks
         while not server.started:
             if server.should_exit:
                 return
             await asyncio.sleep(0.02)
-        if isinstance(app.registry.storage, EncryptedStore):
+        if isinstance(self.app.registry.storage, EncryptedStore):
             # Key rotation completes here: values written with an older key are re-encrypted.
-            tasks.append(asyncio.create_task(_reencrypt(app.registry.storage)))
-        for fn in background or []:
-            tasks.append(asyncio.create_task(fn(app, identity_kubeconfig(opts, getattr(fn, "identity", None)))))
+            tasks.append(asyncio.create_task(_reencrypt(self.app.registry.storage)))
+        for c in self.controllers:
+            context = ControllerContext(identity_kubeconfig(self.config, c.identity), lambda: self.app.ready)
+            tasks.append(asyncio.create_task(c.run(context), name=c.name))
 
-    starter = asyncio.create_task(start_background())
-    try:
-        await server.serve()
-    finally:
-        starter.cancel()
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-
-
-def run(opts: Options, background: list[Background] | None = None) -> None:
-    uvloop.run(serve(opts, background))
+    async def serve(self) -> None:
+        """Serve until SIGTERM/SIGINT."""
+        starter = asyncio.create_task(self._start_background())
+        try:
+            await self.server.serve()
+        finally:
+            starter.cancel()
+            tasks = self.server.background_tasks
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t

@@ -11,13 +11,14 @@ import contextlib
 import random
 
 import orjson
+from prometheus_client import Gauge
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
 from ..storage.watchcache import CachedObject, WatchEvent
-from . import metrics, tables
+from . import tables
 from .http import Request, end_stream, start_stream, stream_chunk
 
 #: kube's cacher sends a bookmark about every minute; Kopf gives up on a stream after 70 s
@@ -38,7 +39,9 @@ def _error_event(err: StatusError) -> bytes:
 
 
 async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: Context, opts: ListOptions,
-                      *, table: bool, include_object: str, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
+                      *, table: bool, include_object: str, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+                      watchers: Gauge) -> None:
+    """Stream ``rt``'s events; ``watchers`` counts the open streams per resource."""
     send_initial = req.param("sendInitialEvents")
     initial_events = send_initial.lower() == "true" if send_initial else opts.resource_version in ("", "0")
     since = None if initial_events and not send_initial else _parse_rv(opts.resource_version)
@@ -63,7 +66,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
     encoder = _Encoder(rt, store, table, include_object)
 
     await start_stream(req)
-    gauge = metrics.WATCHERS.labels(rt.group_resource)
+    gauge = watchers.labels(rt.group_resource)
     gauge.inc()
     disconnected = asyncio.Event()
 

@@ -33,9 +33,10 @@ from ..apimachinery.intstr import scaled_value
 from ..apimachinery.labels import selector_matches
 from ..apis.apps import POD_TEMPLATE_HASH, REVISION_ANNOTATION
 from ..kube.client import ApiError, Client, api_path
+from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
-from ..kube.workqueue import WorkQueue, run_workers
+from ..kube.workqueue import WorkQueue
 from .util import controller_ref, get_condition, meta, now, owner_ref, parse_time
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
+from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
-from ..kube.workqueue import WorkQueue, run_workers
+from ..kube.workqueue import WorkQueue
 from .nodes import NODE_NETWORK, cidr_prefix, node_conditions, node_info, pod_cidr
 from .scheduler import node_allocatable, pod_resource_requests
 from .util import get_condition, meta, now, now_micro, parse_time, pod_is_terminal

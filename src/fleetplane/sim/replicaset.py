@@ -19,9 +19,10 @@ from typing import Any
 
 from ..apimachinery.labels import selector_matches
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
+from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
-from ..kube.workqueue import WorkQueue, run_workers
+from ..kube.workqueue import WorkQueue
 from .util import (
     controller_ref,
     get_condition,

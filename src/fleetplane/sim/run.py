@@ -22,13 +22,12 @@ from pathlib import Path
 import yaml
 
 from ..apis import workload_types
+from ..hub import Contributions, Controller, ControllerContext, HubConfig, run_hub
 from ..kube.client import Client
 from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
-from ..server.serve import Options
-from ..server.serve import run as serve_run
 from .deployment import DeploymentController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
@@ -56,12 +55,22 @@ class SimOptions:
     heartbeat_interval: float = 10.0
 
 
-def server_options(sim: SimOptions) -> Options:
-    opts = Options(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION,
-                   extra_types=workload_types())
-    if hasattr(opts, "cluster_profiles"):
-        opts.cluster_profiles = False  # the fleet's inventory API lives on the hub, not on member clusters
-    return opts
+def server_config(sim: SimOptions) -> HubConfig:
+    """The hub's server as a physical cluster: its own version string; no inventory plugin (the
+    fleet's ClusterProfile API lives on the hub, not on member clusters)."""
+    return HubConfig(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION)
+
+
+@dataclass
+class SimulatedClusterPlugin:
+    """The workload types (Deployments, ReplicaSets, Pods, Nodes, ...) and the controllers that run them."""
+
+    sim: SimOptions
+    name: str = "sim"
+
+    def contribute(self, hub: Contributions) -> None:
+        hub.types += workload_types()
+        hub.controllers.append(Controller(f"simulated-cluster-{self.sim.name}", partial(controllers, self.sim)))
 
 
 def write_cluster_kubeconfig(path: Path, name: str) -> None:
@@ -129,13 +138,11 @@ class SimulatedCluster:
             await stop_tasks(tasks)
 
 
-async def controllers(sim: SimOptions, app, kubeconfig: Path) -> None:
-    """The ``background`` entry for :func:`fleetplane.server.serve.serve`."""
-    write_cluster_kubeconfig(kubeconfig, sim.name)
-    kube = Client(ApiTarget.from_kubeconfig(kubeconfig), f"fleetplane-sim/{sim.name}")
-
-    def alive() -> bool:
-        return bool(getattr(app, "ready", True))
+async def controllers(sim: SimOptions, ctx: ControllerContext) -> None:
+    """The simulated cluster's controllers, against its own server (restarted if they fail)."""
+    write_cluster_kubeconfig(ctx.kubeconfig, sim.name)
+    kube = Client(ApiTarget.from_kubeconfig(ctx.kubeconfig), f"fleetplane-sim/{sim.name}")
+    alive = ctx.alive
 
     try:
         while alive():
@@ -155,4 +162,4 @@ async def controllers(sim: SimOptions, app, kubeconfig: Path) -> None:
 
 def run(sim: SimOptions) -> None:
     """Serve the simulated cluster until SIGTERM/SIGINT."""
-    serve_run(server_options(sim), background=[partial(controllers, sim)])
+    run_hub(server_config(sim), [SimulatedClusterPlugin(sim)])

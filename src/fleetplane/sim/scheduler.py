@@ -30,9 +30,10 @@ from typing import Any
 
 from ..apimachinery.quantity import QuantityError, int_value, milli_value
 from ..kube.client import MERGE_PATCH, STRATEGIC_PATCH, ApiError, Client, api_path
+from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
 from ..kube.informer import EventHandler, Informer, object_key
-from ..kube.workqueue import WorkQueue, run_workers
+from ..kube.workqueue import WorkQueue
 from .util import controller_ref, get_condition, meta, now, pod_is_terminal
 
 log = logging.getLogger(__name__)

@@ -1,17 +1,16 @@
 """The Cluster controller's entry points: ``fleetplane start``'s background task
-(:func:`background`, under leader election) and ``python -m fleetplane.fleet.cluster`` (:func:`main`)."""
+(:func:`run_in_hub`, under leader election) and ``python -m fleetplane.fleet.cluster`` (:func:`main`)."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .options import STANDALONE_FLAGS, ClusterControllerOptions
 
-__all__ = ["LEASE_NAME", "background", "main", "run_in_hub"]
+__all__ = ["LEASE_NAME", "main", "run_in_hub"]
 
 log = logging.getLogger("fleetplane.fleet.cluster")
 
@@ -19,20 +18,9 @@ log = logging.getLogger("fleetplane.fleet.cluster")
 LEASE_NAME = "fleetplane-cluster-controller"
 
 
-def background(options: ClusterControllerOptions | None = None,
-               **fields: Any) -> Callable[[Any, Path], Awaitable[None]]:
-    """A ``fleetplane.server.serve`` background task running the controller with ``options``
-    (or a :class:`ClusterControllerOptions` of ``fields``)."""
-    opts = options or ClusterControllerOptions(**fields)
-
-    async def run_cluster_controller(app: Any, kubeconfig_path: Path) -> None:
-        await run_in_hub(app, kubeconfig_path, opts)
-
-    return run_cluster_controller
-
-
-async def run_in_hub(app: Any, kubeconfig_path: Path, options: ClusterControllerOptions | None = None) -> None:
-    """Run the controller next to the hub that ``app`` serves (``fleetplane start``)."""
+async def run_in_hub(kubeconfig_path: Path, options: ClusterControllerOptions | None = None) -> None:
+    """Run the controller in the hub's process (``fleetplane start``, through the fleet plugin:
+    :mod:`fleetplane.fleet.plugin`)."""
     try:
         import aiohttp  # noqa: F401 - the client the controller uses
     except ImportError:

@@ -2,8 +2,8 @@
 per-cluster Deployments, re-balances them, aggregates their status, explains its decisions, and
 runs ClusterDaemonSets the same way. See :mod:`.controller` and docs/placement.md.
 
-- ``fleetplane start`` runs it as a background task: ``background(**options)`` or
-  :func:`run_in_hub`;
+- ``fleetplane start`` runs it as a background task: :func:`run_in_hub`, through the fleet
+  plugin (:mod:`fleetplane.fleet.plugin`);
 - on its own: ``python -m fleetplane.fleet.splitter --kubeconfig HUB [--leader-elect]``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from .crd import CLUSTERDAEMONSET_CRD, clusterdaemonset_crd, crd_yaml
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
            "ANNOTATION_UNSCHEDULABLE", "CLUSTERDAEMONSET_CRD", "LABEL_CLUSTER", "LABEL_OWNED_BY",
-           "LEASE_NAME", "Splitter", "SplitterOptions", "background", "child_name", "clusterdaemonset_crd",
+           "LEASE_NAME", "Splitter", "SplitterOptions", "child_name", "clusterdaemonset_crd",
            "crd_yaml", "run", "run_in_hub"]
 
 log = logging.getLogger("fleetplane.fleet.splitter")
@@ -64,14 +64,14 @@ async def run(kubeconfig: str | Path | dict, *, context: str | None = None, lead
         return
     if isinstance(kubeconfig, dict) or context is not None:
         raise ValueError("leader election needs a kubeconfig file whose current context is the Lease's cluster")
-    from ..leader import run_as_leader
+    from ...kube.leaderelection import run_as_leader
 
     await run_as_leader(LEASE_NAME, kubeconfig, work)
 
 
-async def run_in_hub(app: Any, kubeconfig_path: Path, **options: Any) -> None:
-    """The ``fleetplane start`` background task: the splitter next to the hub ``app`` serves, under
-    leader election (``leader_elect=False`` to run it unconditionally)."""
+async def run_in_hub(kubeconfig_path: Path, **options: Any) -> None:
+    """The ``fleetplane start`` background task (:mod:`fleetplane.fleet.plugin`): the splitter in
+    the hub's process, under leader election (``leader_elect=False`` to run it unconditionally)."""
     leader_elect = bool(options.pop("leader_elect", True))
     try:
         await run(kubeconfig_path, leader_elect=leader_elect, options=SplitterOptions(**options))
@@ -80,13 +80,3 @@ async def run_in_hub(app: Any, kubeconfig_path: Path, **options: Any) -> None:
     except Exception:
         log.exception("splitter stopped")
         raise
-
-
-def background(**options: Any) -> Callable[[Any, Path], Awaitable[None]]:
-    """A ``fleetplane.server.serve`` background entry running the splitter with ``options``
-    (:class:`SplitterOptions` fields, plus ``leader_elect``)."""
-
-    async def run_splitter(app: Any, kubeconfig_path: Path) -> None:
-        await run_in_hub(app, kubeconfig_path, **dict(options))
-
-    return run_splitter

@@ -46,12 +46,12 @@ from typing import Any
 from ...apimachinery.validation import is_label_value
 from ...inventory import constants as ic
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client, api_path
-from ...kube.controller import stop_tasks
+from ...kube.controller import run_workers, stop_tasks
 from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
-from ...kube.workqueue import WorkQueue, run_workers
+from ...kube.workqueue import WorkQueue
 from ..placement import (
     ANNOTATION_POLICY,
     ClusterInfo,

@@ -28,7 +28,8 @@ from ...kube.kubeconfig import ApiTarget
 from ...kube.workqueue import Backoff
 from . import constants
 from .discovery import ApiResource, Discovery, discover, parse_resource
-from .objectsync import DEFAULT_RETAIN, ObjectSync, RetainRule, SyncedType
+from .host import DEFAULT_RETAIN, RetainRule
+from .objectsync import ObjectSync, SyncedType
 from .typesync import EXCLUDED, TypeReport, TypeSync
 
 __all__ = ["DEFAULT_RESOURCES", "DEFAULT_RETAIN", "ApiTarget", "RetainRule", "Syncer", "SyncerHealth", "constants"]
@@ -138,7 +139,7 @@ class Syncer:
             try:
                 report = await self.types.poll()
                 self._report = report
-                self._ok("types:cluster", "types:hub")
+                self.mark_ok("types:cluster", "types:hub")
                 backoff.reset()
                 if report.changed:
                     self._wake.set()
@@ -160,9 +161,9 @@ class Syncer:
             delay = self.poll_interval
             try:
                 down_disc = await discover(self.down)
-                self._ok("discovery:cluster")
+                self.mark_ok("discovery:cluster")
                 hub_disc = await discover(self.hub)
-                self._ok("discovery:hub")
+                self.mark_ok("discovery:hub")
                 assert self.objects is not None
                 await self.objects.ensure_types(self._wanted(hub_disc, down_disc),
                                                 down_disc.preferred("autoscaling", "horizontalpodautoscalers"))
@@ -219,7 +220,7 @@ class Syncer:
 
     # -- health ---------------------------------------------------------------------------
 
-    def _ok(self, *sources: str) -> None:
+    def mark_ok(self, *sources: str) -> None:
         for s in sources:
             self._errors.pop(s, None)
 
@@ -228,10 +229,10 @@ class Syncer:
         self._errors[source] = (side, str(err))
         self._last_error = f"{side}: {err}"
 
-    def _note_error(self, err: ApiError) -> None:
+    def note_error(self, err: ApiError) -> None:
         self._last_error = f"{'hub' if err.side == 'hub' else 'cluster'}: {err}"
 
-    def _informer_status(self, inf: Informer, error: str | None, *, hub: bool) -> None:
+    def informer_status(self, inf: Informer, error: str | None, *, hub: bool) -> None:
         source = f"informer:{inf.name}"
         status = inf.error_status
         if error is not None and (status in (None, 0) or status >= 500):

@@ -16,56 +16,25 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ...apimachinery.metatime import now_rfc3339
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client
+from ...kube.controller import run_workers
 from ...kube.informer import Informer
 from ...kube.informer import NamespacedKey as Key
-from ...kube.workqueue import WorkQueue, run_workers
+from ...kube.workqueue import WorkQueue
 from . import constants as C
 from .discovery import ApiResource
+from .host import SyncerHost
 from .schema import digest
-
-if TYPE_CHECKING:
-    from . import Syncer
 
 log = logging.getLogger(__name__)
 
 MISSING: Any = object()
 NAMESPACES = ("", "namespaces")
-
-
-@dataclass(frozen=True)
-class RetainRule:
-    """Keep a field as the cluster has it instead of the hub's value, and copy it up to the hub
-    (the cluster's controller owns it), like Karmada's retain interpreter.
-
-    ``resource`` is ``"deployments.apps"`` (or ``"*"``); ``path`` a dotted field path
-    (``"spec.replicas"``); ``when`` is ``"always"``, ``"hpa"`` (a HorizontalPodAutoscaler in
-    the cluster targets the object) or ``"annotation"`` (the hub object's
-    ``fleetplane.io/retain`` annotation lists the path; listed paths are retained even without
-    a rule)."""
-
-    resource: str
-    path: str
-    when: str = "hpa"
-
-    def __post_init__(self) -> None:
-        if self.when not in ("always", "hpa", "annotation"):
-            raise ValueError(f"RetainRule.when must be always, hpa or annotation, not {self.when!r}")
-
-    def matches(self, group_resource: str) -> bool:
-        return self.resource in ("*", group_resource)
-
-
-DEFAULT_RETAIN = (
-    RetainRule("deployments.apps", "spec.replicas", "hpa"),
-    RetainRule("replicasets.apps", "spec.replicas", "hpa"),
-    RetainRule("statefulsets.apps", "spec.replicas", "hpa"),
-)
 
 
 # -- object helpers -------------------------------------------------------------------------
@@ -281,7 +250,7 @@ class TypeWorker:
         self._enqueue(k)
 
     def _on_status(self, inf: Informer, error: str | None) -> None:
-        self.sync.syncer._informer_status(inf, error, hub=inf is self.hub_inf)
+        self.sync.syncer.informer_status(inf, error, hub=inf is self.hub_inf)
         if error is None:
             # back after an outage: look at everything again (a relist reports only differences)
             for k in list(self.hub_inf.cache):
@@ -310,7 +279,7 @@ class TypeWorker:
 
 
 class ObjectSync:
-    def __init__(self, syncer: Syncer, workers: int = 16) -> None:
+    def __init__(self, syncer: SyncerHost, workers: int = 16) -> None:
         self.syncer = syncer
         self.hub: Client = syncer.hub
         self.down: Client = syncer.down
@@ -350,7 +319,7 @@ class ObjectSync:
             if nxt is None or (nxt.hub.version, nxt.down.version) != (cur.st.hub.version, cur.st.down.version):
                 del self.types[key]
                 await cur.stop()
-                self.syncer._ok(f"informer:{cur.hub_inf.name}", f"informer:{cur.down_inf.name}")
+                self.syncer.mark_ok(f"informer:{cur.hub_inf.name}", f"informer:{cur.down_inf.name}")
                 self.queue.drop(lambda k, key=key: k[0] == key)
                 for d in (self.state, self.observed):
                     for k in [k for k in d if k[0] == key]:
@@ -412,7 +381,7 @@ class ObjectSync:
         except ApiError as err:
             if err.status in (0, 429) or err.status >= 500:
                 # the cluster or the hub is unreachable or overloaded: health says so; objects are not marked
-                self.syncer._note_error(err)
+                self.syncer.note_error(err)
                 self.queue.retry(key)
                 return False
             if err.status == 409 and err.reason == "Conflict":  # a write raced another: look again soon

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
@@ -22,6 +21,7 @@ import orjson
 from ...kube.client import MERGE_PATCH, ApiError
 from . import constants as C
 from .discovery import ApiResource, Discovery, discover, parse_resource
+from .host import SyncerHost
 from .schema import (
     PERMISSIVE_SCHEMA,
     SchemaError,
@@ -30,9 +30,6 @@ from .schema import (
     crd_version_from_openapi,
     schema_fingerprint,
 )
-
-if TYPE_CHECKING:
-    from . import Syncer
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +54,7 @@ class TypeReport:
 
 
 class TypeSync:
-    def __init__(self, syncer: Syncer) -> None:
+    def __init__(self, syncer: SyncerHost) -> None:
         self.syncer = syncer
         self.hub = syncer.hub
         self.down = syncer.down

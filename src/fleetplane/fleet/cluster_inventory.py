@@ -1,3 +1,0 @@
-"""Former import path of :mod:`fleetplane.fleet.cluster.profile`."""
-
-from .cluster.profile import *  # noqa: F403

@@ -1,0 +1,55 @@
+"""What the fleet adds to a hub (``fleetplane start``): the Cluster and ClusterDaemonSet APIs,
+its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller and the
+splitter as background controllers, each with its own identity.
+
+The controllers' modules are imported when they start, not when the hub is built: the client
+libraries take longer to import than the hub takes to start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ..plugin import Contributions, Controller, ControllerContext
+from . import identities
+from .cluster.crd import CLUSTER_CRD
+from .cluster.options import ClusterControllerOptions
+from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+
+
+async def run_cluster_controller(options: ClusterControllerOptions, ctx: ControllerContext) -> None:
+    from .cluster.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
+async def run_splitter(options: Mapping[str, Any], ctx: ControllerContext) -> None:
+    from .splitter import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, **options)
+
+
+@dataclass
+class FleetPlugin:
+    """``cluster_controller`` is the Cluster controller's options, ``splitter`` the splitter's
+    keyword options (:class:`~.splitter.SplitterOptions` fields plus ``leader_elect``); None not to
+    run that controller (its API is still served)."""
+
+    cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
+    splitter: Mapping[str, Any] | None = field(default_factory=dict)
+    name: str = "fleet"
+
+    def contribute(self, hub: Contributions) -> None:
+        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD]
+        hub.cluster_roles += identities.cluster_roles()
+        hub.cluster_role_bindings += identities.cluster_role_bindings()
+        if self.cluster_controller is not None:
+            hub.controllers.append(Controller("cluster-controller",
+                                              partial(run_cluster_controller, self.cluster_controller),
+                                              identities.CLUSTER_CONTROLLER))
+        if self.splitter is not None:
+            hub.controllers.append(Controller("splitter", partial(run_splitter, dict(self.splitter)),
+                                              identities.SPLITTER))
