@@ -9,6 +9,7 @@ created and its resources are served in the same revision.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Hashable
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -93,9 +94,10 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
         vname = v.get("name")
         if not vname or not DNS1123_LABEL.match(str(vname)):
             errs.append(e.invalid(f"{p}.name", vname, "a DNS-1035 label is required"))
-        if vname in seen:
-            errs.append(e.duplicate(f"{p}.name", vname))
-        seen.add(vname)
+        if isinstance(vname, Hashable):  # a list or object name is invalid (above), not a TypeError
+            if vname in seen:
+                errs.append(e.duplicate(f"{p}.name", vname))
+            seen.add(vname)
         if not isinstance(v.get("served"), bool):
             errs.append(e.required(f"{p}.served"))
         if not isinstance(v.get("storage"), bool):
