@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..apis import builtin_types, logical_cluster_type
 from ..apis.apiextensions import CRDLister, no_crds
@@ -44,7 +45,7 @@ class Catalog:
 
     # -- feeding --------------------------------------------------------------------------
 
-    def load_crd(self, cluster: str, obj: dict) -> None:
+    def load_crd(self, cluster: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
         try:
             types = crds.types_from_crd(obj) if crds.is_established(obj) else []

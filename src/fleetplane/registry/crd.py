@@ -9,6 +9,7 @@ created and its resources are served in the same revision.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Hashable
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -22,7 +23,7 @@ CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 KUBE_GROUPS_WITHOUT_DOT = frozenset({"apps", "batch", "autoscaling", "policy"})
 
 
-def default_crd(obj: dict) -> None:
+def default_crd(obj: dict[str, Any]) -> None:
     """Defaults of apiextensions v1 (malformed parts are left for validation to name)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -40,7 +41,7 @@ def default_crd(obj: dict) -> None:
             del v["subresources"]
 
 
-def validate_crd(obj: dict) -> list[FieldError]:
+def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
     from .schema import validate_structural
 
     errs: list[FieldError] = []
@@ -48,7 +49,8 @@ def validate_crd(obj: dict) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [e.required("spec")]
     group = spec.get("group")
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    names_raw = spec.get("names")
+    names: dict[str, Any] = names_raw if isinstance(names_raw, dict) else {}
     if not isinstance(spec.get("names"), dict):
         errs.append(e.required("spec.names") if spec.get("names") is None else e.invalid("spec.names", spec.get("names"), "must be an object"))
     for f in ("plural", "singular", "kind", "listKind"):
@@ -83,7 +85,7 @@ def validate_crd(obj: dict) -> list[FieldError]:
         errs.append(e.required("spec.versions", "must have exactly one version marked as storage version"))
         return errs
     storage = 0
-    seen: set[str] = set()
+    seen: set[Any] = set()
     for i, v in enumerate(versions):
         p = f"spec.versions[{i}]"
         if not isinstance(v, dict):
@@ -92,9 +94,10 @@ def validate_crd(obj: dict) -> list[FieldError]:
         vname = v.get("name")
         if not vname or not DNS1123_LABEL.match(str(vname)):
             errs.append(e.invalid(f"{p}.name", vname, "a DNS-1035 label is required"))
-        if vname in seen:
-            errs.append(e.duplicate(f"{p}.name", vname))
-        seen.add(vname)
+        if isinstance(vname, Hashable):  # a list or object name is invalid (above), not a TypeError
+            if vname in seen:
+                errs.append(e.duplicate(f"{p}.name", vname))
+            seen.add(vname)
         if not isinstance(v.get("served"), bool):
             errs.append(e.required(f"{p}.served"))
         if not isinstance(v.get("storage"), bool):
@@ -127,13 +130,13 @@ def validate_crd(obj: dict) -> list[FieldError]:
     return errs
 
 
-def _condition(ctype: str, status: str, reason: str, message: str, now: str, old: list[dict]) -> dict:
+def _condition(ctype: str, status: str, reason: str, message: str, now: str, old: list[dict[str, Any]]) -> dict[str, Any]:
     prev = next((c for c in old if c.get("type") == ctype), None)
     when = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else now
     return {"type": ctype, "status": status, "lastTransitionTime": when, "reason": reason, "message": message}
 
 
-def compute_status(obj: dict, others: list[dict], now: str) -> dict:
+def compute_status(obj: dict[str, Any], others: list[dict[str, Any]], now: str) -> dict[str, Any]:
     """NamesAccepted/Established (and Terminating) as kube's controllers would set them."""
     spec = obj["spec"]
     names = spec["names"]
@@ -172,10 +175,10 @@ def compute_status(obj: dict, others: list[dict], now: str) -> dict:
     return {"conditions": conds, "acceptedNames": accepted, "storedVersions": stored}
 
 
-def is_established(obj: dict) -> bool:
+def is_established(obj: dict[str, Any]) -> bool:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == "Established":
-            return c.get("status") == "True"
+            return bool(c.get("status") == "True")
     return False
 
 
@@ -189,18 +192,18 @@ class CustomResourceStrategy(Strategy):
         self.schema = rt_schema
         self.status_subresource = status_subresource
 
-    def validate(self, obj: dict) -> list[FieldError]:
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.schema.validate(obj) if self.schema is not None else []
 
-    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+    def validate_update(self, obj: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         return self.schema.validate(obj, old) if self.schema is not None else []
 
-    def on_read(self, obj: dict) -> None:
+    def on_read(self, obj: dict[str, Any]) -> None:
         if self.schema is not None:
             self.schema.default(obj)
 
 
-def types_from_crd(obj: dict) -> list[ResourceType]:
+def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
     """One ResourceType per served version of an established CRD."""
     from .schema import StructuralSchema
 
@@ -244,7 +247,7 @@ def _json_path_getter(path: str) -> FieldGetter:
     return field_getter(*(p for p in path.lstrip(".").split(".") if p))
 
 
-def _version_priority(v: str) -> tuple:
+def _version_priority(v: str) -> tuple[int, int, int, str]:
     """Kubernetes version ordering: GA > beta > alpha, higher numbers first, others last by name."""
     import re
 

@@ -32,7 +32,7 @@ def _fail(kind: str, version: str, path: str, value: Any, want: str) -> e.Status
                          f"{_json_type(value)} into Go struct field {path} of type {want}")
 
 
-def check_object_meta(obj: dict, kind: str, version: str) -> None:
+def check_object_meta(obj: dict[str, Any], kind: str, version: str) -> None:
     """Raise a 400 like kube's when metadata or one of its fields has the wrong JSON type."""
     meta = obj.get("metadata")
     if meta is None:
@@ -82,7 +82,7 @@ def check_object_meta(obj: dict, kind: str, version: str) -> None:
             raise _fail(kind, version, "ObjectMeta.metadata.managedFields", mf, "[]v1.ManagedFieldsEntry")
 
 
-def check_delete_options(options: Any) -> dict:
+def check_delete_options(options: Any) -> dict[str, Any]:
     """DeleteOptions as a dict with well-typed fields, or a 400."""
     if not isinstance(options, dict):
         raise e.bad_request("DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: the body must be an object")
@@ -98,7 +98,7 @@ def check_delete_options(options: Any) -> dict:
     return options
 
 
-def drop_nulls(obj: dict) -> None:
+def drop_nulls(obj: dict[str, Any]) -> None:
     """Typed decoding turns ``"field": null`` into an absent field: do the same at the top and
     in metadata of built-in objects (custom resources keep nulls where their schema allows)."""
     for k in [k for k, v in obj.items() if v is None]:

@@ -24,13 +24,15 @@ REF = "#/components/schemas/"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 @cache
-def _data() -> dict:
-    return orjson.loads(DATA_FILE.read_bytes())
+def _data() -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads(DATA_FILE.read_bytes())
+    return data
 
 
-def definitions() -> dict[str, dict]:
+def definitions() -> dict[str, dict[str, Any]]:
     """The built-in definitions (components.schemas form), by name. Read-only."""
-    return _data()["definitions"]
+    defs: dict[str, dict[str, Any]] = _data()["definitions"]
+    return defs
 
 
 @cache
@@ -54,7 +56,8 @@ def field_description(definition: str, *path: str) -> str:
         if prop is None:
             return ""
         if i == len(path) - 1:
-            return prop.get("description", "")
+            description: str = prop.get("description", "")
+            return description
         ref = prop.get("$ref") or ((prop.get("allOf") or [{}])[0].get("$ref"))
         schema = defs.get(ref[len(REF):]) if isinstance(ref, str) else prop
     return schema.get("description", "") if isinstance(schema, dict) else ""

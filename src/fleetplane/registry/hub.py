@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
@@ -23,7 +24,7 @@ from .types import ResourceType
 
 log = logging.getLogger(__name__)
 
-def system_types(crds: Iterable[dict]) -> list[ResourceType]:
+def system_types(crds: Iterable[dict[str, Any]]) -> list[ResourceType]:
     """The ResourceTypes of CRD documents served everywhere without being stored."""
     out: list[ResourceType] = []
     for doc in crds:
@@ -42,12 +43,12 @@ class Registry:
     would bind them through an APIExport); ``admission`` adds checks per (group, kind), and
     ``plugins`` whole admission plugins, after the hub's own (NamespaceLifecycle first)."""
 
-    def __init__(self, storage: Store, system_crds: Iterable[dict] = (),
+    def __init__(self, storage: Store, system_crds: Iterable[dict[str, Any]] = (),
                  admission: Mapping[tuple[str, str], KindCheck] | None = None, history_retention: float = 300.0,
                  extra_types: Iterable[ResourceType] = (), plugins: Iterable[Plugin] = ()) -> None:
         self.storage = storage
         self.history_retention = history_retention
-        self._compactor: asyncio.Task | None = None
+        self._compactor: asyncio.Task[None] | None = None
         self.cache = WatchCache(storage)
         self.catalog = Catalog([*extra_types, *system_types(system_crds)], crds_in=self.crds_in)
         chain = default_chain(self.namespace_state, self.cache.sync)
@@ -57,7 +58,7 @@ class Registry:
             chain.add(plugin)
         self.store = GenericStore(storage, self.cache, chain)
         self.lifecycle = Lifecycle(self)
-        self._creating: dict[str, asyncio.Future] = {}
+        self._creating: dict[str, asyncio.Future[None]] = {}
 
     async def start(self) -> None:
         await self.storage.start()
@@ -121,7 +122,7 @@ class Registry:
         o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
         return dict(o.obj["metadata"].get("labels") or {}) if o is not None else {}
 
-    def crds_in(self, cluster: str) -> list[dict]:
+    def crds_in(self, cluster: str) -> list[dict[str, Any]]:
         return [o.obj for o in self.cache.resource(CRD_PREFIX).objects(cluster, None)]
 
     def type_for_storage(self, cluster: str, group: str, plural: str) -> ResourceType | None:
@@ -174,12 +175,12 @@ class Registry:
         finally:
             del self._creating[name]
 
-    async def create_cluster(self, name: str, obj: dict | None = None, ctx: Context | None = None) -> dict:
+    async def create_cluster(self, name: str, obj: dict[str, Any] | None = None, ctx: Context | None = None) -> dict[str, Any]:
         """The LogicalCluster object in root, then the cluster's default namespaces."""
         ns_rt = self.catalog.lookup(ROOT, "", "v1", "namespaces")
         assert ns_rt is not None
         body = obj or {"metadata": {"name": name}}
-        created: dict = {}
+        created: dict[str, Any] = {}
         try:
             created = await self.store.create(self.catalog.logical_cluster, ctx or Context(ROOT, manager=SYSTEM_MANAGER), body)
         except StatusError as exc:
@@ -199,7 +200,7 @@ class Registry:
         ns_rt = self.catalog.lookup(ROOT, "", "v1", "namespaces")
         assert ns_rt is not None
 
-        def mutate(obj: dict) -> dict:
+        def mutate(obj: dict[str, Any]) -> dict[str, Any]:
             obj["spec"] = {"finalizers": []}
             return obj
 

@@ -78,7 +78,7 @@ class Lifecycle:
         self.dependents: dict[tuple[str, str], set[str]] = defaultdict(set)
         #: (cluster, uid) -> key, to tell whether an owner exists
         self.uids: dict[tuple[str, str], str] = {}
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Index what the cache holds, queue what waits on us, and start the worker and the resync."""
@@ -176,7 +176,7 @@ class Lifecycle:
     def _cached(self, key: str) -> CachedObject | None:
         return self.registry.cache.resource(key).get(key)
 
-    def _type_for(self, key: str):
+    def _type_for(self, key: str) -> ResourceType | None:
         group, plural, cluster, _, _ = split_key(key)
         return self.registry.type_for_storage(cluster, group, plural)
 
@@ -198,7 +198,7 @@ class Lifecycle:
             return
         _, _, cluster, namespace, name = split_key(key)
 
-        def mutate(obj: dict) -> dict:
+        def mutate(obj: dict[str, Any]) -> dict[str, Any]:
             obj["metadata"]["finalizers"] = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
             return obj
 
@@ -260,7 +260,7 @@ class Lifecycle:
             return
         _, _, cluster, namespace, name = split_key(dkey)
 
-        def mutate(obj: dict) -> dict:
+        def mutate(obj: dict[str, Any]) -> dict[str, Any]:
             refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
             if refs:
                 obj["metadata"]["ownerReferences"] = refs

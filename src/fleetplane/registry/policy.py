@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from ..storage import keys
 from ..storage.watchcache import WatchCache, WatchEvent
@@ -34,30 +35,30 @@ class CachePolicySource:
     def generation(self, cluster: str) -> int:
         return self._generation[cluster]
 
-    def _objects(self, prefix: str, cluster: str, namespace: str | None) -> Iterable[dict]:
+    def _objects(self, prefix: str, cluster: str, namespace: str | None) -> Iterable[dict[str, Any]]:
         return (o.obj for o in self.cache.resource(prefix).objects(cluster, namespace))
 
-    def cluster_roles(self, cluster: str) -> Iterable[dict]:
+    def cluster_roles(self, cluster: str) -> Iterable[dict[str, Any]]:
         return self._objects(CLUSTER_ROLES, cluster, None)
 
-    def cluster_role_bindings(self, cluster: str) -> Iterable[dict]:
+    def cluster_role_bindings(self, cluster: str) -> Iterable[dict[str, Any]]:
         return self._objects(CLUSTER_ROLE_BINDINGS, cluster, None)
 
-    def roles(self, cluster: str, namespace: str) -> Iterable[dict]:
+    def roles(self, cluster: str, namespace: str) -> Iterable[dict[str, Any]]:
         return self._objects(ROLES, cluster, namespace) if namespace else ()
 
-    def role_bindings(self, cluster: str, namespace: str) -> Iterable[dict]:
+    def role_bindings(self, cluster: str, namespace: str) -> Iterable[dict[str, Any]]:
         """The RoleBindings of one namespace (none for ""; :meth:`all_role_bindings` for every one)."""
         return self._objects(ROLE_BINDINGS, cluster, namespace) if namespace else ()
 
-    def all_role_bindings(self, cluster: str) -> Iterable[dict]:
+    def all_role_bindings(self, cluster: str) -> Iterable[dict[str, Any]]:
         """Every namespace's RoleBindings (who is a member of the logical cluster)."""
         return self._objects(ROLE_BINDINGS, cluster, None)
 
-    def get_cluster_role(self, cluster: str, name: str) -> dict | None:
+    def get_cluster_role(self, cluster: str, name: str) -> dict[str, Any] | None:
         o = self.cache.resource(CLUSTER_ROLES).get(keys.object_key(GROUP, "clusterroles", cluster, "", name))
         return o.obj if o is not None else None
 
-    def get_role(self, cluster: str, namespace: str, name: str) -> dict | None:
+    def get_role(self, cluster: str, namespace: str, name: str) -> dict[str, Any] | None:
         o = self.cache.resource(ROLES).get(keys.object_key(GROUP, "roles", cluster, namespace, name))
         return o.obj if o is not None else None

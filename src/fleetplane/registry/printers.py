@@ -37,7 +37,7 @@ class Clock(Protocol):
         ...
 
 
-Cells = Callable[[dict, Clock], list]
+Cells = Callable[[dict[str, Any], Clock], list[Any]]
 
 
 @cache
@@ -59,7 +59,7 @@ class Column:
     format: str = ""
     priority: int = 0
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "format": self.format,
                 "description": _describe(self.description), "priority": self.priority}
 
@@ -73,10 +73,10 @@ class Printer:
     columns: tuple[Column, ...]
     cells: Cells
     #: a row's ``conditions`` (kube marks finished Pods ``Completed``), or None
-    conditions: Callable[[dict], list | None] | None = None
-    _definitions: list[dict] | None = field(default=None, repr=False)
+    conditions: Callable[[dict[str, Any]], list[Any] | None] | None = None
+    _definitions: list[dict[str, Any]] | None = field(default=None, repr=False)
 
-    def column_definitions(self) -> list[dict]:
+    def column_definitions(self) -> list[dict[str, Any]]:
         """The Table's columnDefinitions (built once; shared, read-only)."""
         if self._definitions is None:
             self._definitions = [c.definition() for c in self.columns]
@@ -86,7 +86,7 @@ class Printer:
 # -- what the row functions share ------------------------------------------------------------------
 
 
-def meta(o: dict) -> dict:
+def meta(o: dict[str, Any]) -> dict[str, Any]:
     return o.get("metadata") or {}
 
 
@@ -110,7 +110,7 @@ def string(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-def condition(conditions: Any, ctype: str) -> dict | None:
+def condition(conditions: Any, ctype: str) -> dict[str, Any] | None:
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, dict) and c.get("type") == ctype:
             return c

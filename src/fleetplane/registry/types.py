@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = ("get", "patch", "update")
 
-FieldGetter = Callable[[dict], Any]
+FieldGetter = Callable[[dict[str, Any]], Any]
 
 
 def _meta(field_name: str) -> FieldGetter:
@@ -37,7 +37,7 @@ def _meta(field_name: str) -> FieldGetter:
 
 def field_getter(*path: str) -> FieldGetter:
     """The getter of a field selector on ``path`` (``status.phase``); None where it is missing."""
-    def getter(obj: dict) -> Any:
+    def getter(obj: dict[str, Any]) -> Any:
         cur: Any = obj
         for p in path:
             if not isinstance(cur, dict):
@@ -89,12 +89,12 @@ class Strategy:
     #: status can only change through the /status subresource
     status_subresource = False
 
-    def prepare_for_create(self, obj: dict) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
         """Clear or default fields the client may not set on create."""
         if self.status_subresource:
             obj.pop("status", None)
 
-    def prepare_for_update(self, obj: dict, old: dict) -> None:
+    def prepare_for_update(self, obj: dict[str, Any], old: dict[str, Any]) -> None:
         """Reset fields the main endpoint may not change (status, with a status subresource)."""
         if self.status_subresource:
             if "status" in old:
@@ -102,7 +102,7 @@ class Strategy:
             else:
                 obj.pop("status", None)
 
-    def prepare_for_status_update(self, obj: dict, old: dict) -> dict:
+    def prepare_for_status_update(self, obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
         """What a write through /status stores: the old object with the new status."""
         new = dict(old)
         new["metadata"] = dict(old["metadata"])
@@ -115,25 +115,25 @@ class Strategy:
             new.pop("status", None)
         return new
 
-    def validate(self, obj: dict) -> list[FieldError]:
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return []
 
-    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+    def validate_update(self, obj: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         return self.validate(obj)
 
-    def spec_changed(self, obj: dict, old: dict) -> bool:
+    def spec_changed(self, obj: dict[str, Any], old: dict[str, Any]) -> bool:
         """Whether the change bumps generation: anything outside metadata (and status, if split)."""
         skip = {"metadata", "status"} if self.status_subresource else {"metadata"}
         keys = (set(obj) | set(old)) - skip - {"apiVersion", "kind"}
         return any(obj.get(k) != old.get(k) for k in keys)
 
-    def before_write(self, obj: dict, old: dict | None, cluster: str) -> None:
+    def before_write(self, obj: dict[str, Any], old: dict[str, Any] | None, cluster: str) -> None:
         """Last step before storing: fields computed from the rest of the cluster (CRD status)."""
 
-    def canonicalize(self, obj: dict) -> None:
+    def canonicalize(self, obj: dict[str, Any]) -> None:
         """Normalize a stored form (e.g. Secret stringData folded into data)."""
 
-    def on_read(self, obj: dict) -> None:
+    def on_read(self, obj: dict[str, Any]) -> None:
         """Adjust an object as it is served (e.g. defaulting on read for CRs)."""
 
 
@@ -176,7 +176,7 @@ class ResourceType:
     #: by which the protobuf codec finds it; None: JSON only
     protobuf: str | None = None
     #: the kind's OpenAPI v3 schema (components form, without the envelope), for docs and explain
-    openapi_schema: dict | None = None
+    openapi_schema: dict[str, Any] | None = None
     #: the CRD's structural schema for this version, for custom resources
     schema: StructuralSchema | None = None
     #: custom resource? (merge patch only; defaulting on read; 422 on PUT without RV)
@@ -199,7 +199,7 @@ class ResourceType:
     #: objects every logical cluster has without storing them (kube's bootstrap ClusterRoles and
     #: bindings, shared by all): cluster -> {name: object}. Served by get and list; the first
     #: write to one stores a copy, which then shadows it in that logical cluster.
-    defaults: Callable[[str], Mapping[str, dict]] | None = None
+    defaults: Callable[[str], Mapping[str, dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if self.rest is not None:

@@ -5,6 +5,8 @@ themselves are :mod:`fleetplane.apimachinery.validation`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
@@ -21,7 +23,7 @@ CLUSTER_PATH = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-
 CLUSTER_PATH_TEXT = CLUSTER_PATH.pattern.removesuffix("\\Z") + "$"
 
 
-def validate_object_meta(obj: dict, *, namespaced: bool, name_error=dns1123_subdomain_error) -> list[FieldError]:
+def validate_object_meta(obj: dict[str, Any], *, namespaced: bool, name_error: Callable[[str], str | None] = dns1123_subdomain_error) -> list[FieldError]:
     """ObjectMeta rules every type shares (apimachinery/pkg/api/validation/objectmeta.go)."""
     errs: list[FieldError] = []
     meta = obj.get("metadata")

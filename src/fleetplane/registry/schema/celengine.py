@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+__all__ = ["_cel", "_cel_stdlib"]
+
 try:  # the CEL engine: common-expression-language (Rust cel crate bindings)
     import cel as _cel
     from cel import stdlib as _cel_stdlib
@@ -17,5 +19,6 @@ try:  # the CEL engine: common-expression-language (Rust cel crate bindings)
     # as field errors instead, so keep that logger quiet unless the application configures it.
     logging.getLogger("cel").addHandler(logging.NullHandler())
 except ImportError:  # pragma: no cover - the dependency is pinned in pyproject.toml
-    _cel = None
-    _cel_stdlib = None
+    # mypy's idiom for an optional import: the modules' names are None only without the engine
+    _cel = None  # type: ignore[assignment]
+    _cel_stdlib = None  # type: ignore[assignment]

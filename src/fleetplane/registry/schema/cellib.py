@@ -211,7 +211,8 @@ def _k_ip(s: str) -> str:
         raise _CELError(
             f"IP Address {go_quote(s)} parse error during conversion from string: ParseAddr({go_quote(s)})"
         )
-    if ipaddress.ip_address(s).version == 6 and ipaddress.ip_address(s).ipv4_mapped is not None:
+    addr = ipaddress.ip_address(s)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         raise _CELError("IPv4-mapped IPv6 address is not allowed")
     return s
 

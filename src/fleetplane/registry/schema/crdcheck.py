@@ -231,7 +231,8 @@ def _openapi_checks(
                 "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
             )
         )
-    props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+    props_raw = s.get("properties")
+    props: dict[str, Any] = props_raw if isinstance(props_raw, dict) else {}
     ap = s.get("additionalProperties", MISSING)
     if ap is not MISSING and ap is not None:
         if props and (ap is False or isinstance(ap, dict)):
@@ -375,7 +376,8 @@ def _openapi_checks(
                     )
                 )
             else:
-                iprops = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+                iprops_raw = items.get("properties")
+                iprops: dict[str, Any] = iprops_raw if isinstance(iprops_raw, dict) else {}
                 seen: set[str] = set()
                 for k in keys:
                     kp = iprops.get(k)
@@ -415,7 +417,8 @@ def _openapi_checks(
                 schema_errs.append(invalid(f"{vpath}[{i}]", rule, "must be an object"))
                 continue
             r = str(rule.get("rule") or "")
-            msg = rule.get("message") if isinstance(rule.get("message"), str) else ""
+            msg_raw = rule.get("message")
+            msg: str = msg_raw if isinstance(msg_raw, str) else ""
             mexpr = rule.get("messageExpression") if isinstance(rule.get("messageExpression"), str) else ""
             tr, tm = r.strip(), msg.strip()
             if not tr:
@@ -546,7 +549,8 @@ def _map_list_keys_map_set(s: dict[str, Any], path: str) -> list[FieldError]:
         )
     if lt == "map":
         req = set(items.get("required") or []) if isinstance(items.get("required"), list) else set()
-        iprops = items.get("properties") if isinstance(items.get("properties"), dict) else {}
+        iprops_raw = items.get("properties")
+        iprops: dict[str, Any] = iprops_raw if isinstance(iprops_raw, dict) else {}
         keys = s.get("x-kubernetes-list-map-keys")
         for k in keys if isinstance(keys, list) else []:
             kp = iprops.get(k)

@@ -21,10 +21,10 @@ class _DefaultMixin:
     def _default(self, x: Any, n: _Node) -> None:
         tx = type(x)
         if tx is dict:
-            for k, p in n.default_props:
+            for k, dp in n.default_props:
                 v = x.get(k, MISSING)
-                if v is MISSING or (v is None and not p.nullable):
-                    x[k] = copy_json(p.default)
+                if v is MISSING or (v is None and not dp.nullable):
+                    x[k] = copy_json(dp.default)
             props = n.props
             additional = n.additional
             for k, v in list(x.items()):

@@ -341,23 +341,23 @@ class _RulesMixin:
             norm = self._rule_field_path(r, n)
             if norm:
                 field = _fp_child(path, norm)
-            detail = None
+            message: str | None = None
             mp = r.message_program
             if mp is not None and mp.error is None:
                 mvars: dict[str, Any] = {"self": conv(x, None)}
                 if old is not MISSING:
                     mvars["oldSelf"] = conv(old, None)
                 try:
-                    msg = mp.run(mvars)
+                    evaluated: Any = mp.run(mvars)
                 except Exception:  # noqa: BLE001 - kube falls back to the static message
-                    msg = None
-                if isinstance(msg, str):
-                    msg = msg.strip()
-                    if msg and "\n" not in msg and len(msg.encode()) <= _MAX_MESSAGE_EXPRESSION_BYTES:
-                        detail = msg
-            if detail is None:
-                detail = r.default_message()
-            errs.append(_error_for_reason(_fp(field), type_text, detail, r.reason))
+                    evaluated = None
+                if isinstance(evaluated, str):
+                    evaluated = evaluated.strip()
+                    if evaluated and "\n" not in evaluated and len(evaluated.encode()) <= _MAX_MESSAGE_EXPRESSION_BYTES:
+                        message = evaluated
+            if message is None:
+                message = r.default_message()
+            errs.append(_error_for_reason(_fp(field), type_text, message, r.reason))
 
     def _rule_field_path(self, r: _Rule, n: _Node) -> str:
         if r._norm_field_path is MISSING:
@@ -367,4 +367,5 @@ class _RulesMixin:
                 if ok:
                     norm = normalized
             r._norm_field_path = norm
-        return r._norm_field_path
+        cached: str = r._norm_field_path
+        return cached

@@ -17,7 +17,7 @@ from .regex import _regex_error
 
 
 def _is_int_or_string_any_of(anyof: Any) -> bool:
-    return anyof == [{"type": "integer"}, {"type": "string"}]
+    return bool(anyof == [{"type": "integer"}, {"type": "string"}])
 
 
 # Schema keywords that are not part of kube's Structural type (dropped by NewStructural), plus the
@@ -70,7 +70,8 @@ def _structuralizable(s: Any) -> bool:
 def _structural_invariants(s: dict[str, Any], lvl: str, path: str, errs: list[FieldError]) -> None:
     typ = s.get("type") or ""
     items = s.get("items")
-    props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+    props_raw = s.get("properties")
+    props: dict[str, Any] = props_raw if isinstance(props_raw, dict) else {}
     ap = s.get("additionalProperties", MISSING)
     preserve = s.get("x-kubernetes-preserve-unknown-fields") is True
     embedded = s.get("x-kubernetes-embedded-resource") is True
@@ -279,7 +280,8 @@ def _nested_completeness(v: dict[str, Any], s: Any, spath: str, vpath: str, errs
         )
     props = v.get("properties")
     if isinstance(props, dict):
-        sprops = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        sprops_raw = s.get("properties")
+        sprops: dict[str, Any] = sprops_raw if isinstance(sprops_raw, dict) else {}
         for k, vp in props.items():
             if not isinstance(vp, dict):
                 continue

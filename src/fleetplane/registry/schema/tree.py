@@ -214,21 +214,21 @@ class _Node:
         if self.items is not None:
             children.append(self.items)
         self.default_props = [(k, p) for k, p in self.props.items() if p.has_default]
-        self.sub_defaults = (
+        self.sub_defaults: bool = (
             bool(self.default_props)
             or (self.items is not None and self.items.has_default)
             or (self.additional is not None and self.additional.has_default)
             or any(c.sub_defaults for c in children)
         )
-        self.sub_rules = bool(self.rules) or any(c.sub_rules for c in children)
-        self.sub_transition = any(r.rule and "oldSelf" in r.rule for r in self.rules) or any(
+        self.sub_rules: bool = bool(self.rules) or any(c.sub_rules for c in children)
+        self.sub_transition: bool = any(r.rule and "oldSelf" in r.rule for r in self.rules) or any(
             c.sub_transition for c in children
         )
-        self.sub_listtype = self.list_type in ("set", "map") or any(c.sub_listtype for c in children)
-        self.sub_embedded = self.embedded or any(c.sub_embedded for c in children)
+        self.sub_listtype: bool = self.list_type in ("set", "map") or any(c.sub_listtype for c in children)
+        self.sub_embedded: bool = self.embedded or any(c.sub_embedded for c in children)
         names: dict[str, str | None] = {k: escape_cel_property(k) for k in self.props}
         self.cel_names = names
-        self.cel_conv = (
+        self.cel_conv: bool = (
             self.type == "number"
             or (self.type == "string" and self.format in ("byte", "date", "datetime", "duration"))
             or self.embedded
