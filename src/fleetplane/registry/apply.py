@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +159,7 @@ def _is_scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
-def _effective_list(kind: str, keys: list[str], *lists: list) -> tuple[str, list[str]]:
+def _effective_list(kind: str, keys: list[str], *lists: list[Any]) -> tuple[str, list[str]]:
     """Degrade to atomic when the elements cannot carry the declared list type."""
     items = [i for lst in lists for i in lst]
     if kind == "map" and all(_key_element(i, keys) is not None for i in items):
@@ -174,7 +175,7 @@ def _element(item: Any, kind: str, keys: list[str]) -> str:
     return "v:" + _compact(item)
 
 
-def _indexed(items: list, kind: str, keys: list[str]) -> dict[str, Any]:
+def _indexed(items: list[Any], kind: str, keys: list[str]) -> dict[str, Any]:
     """Elements by path element, in list order (a repeated element keeps its first value)."""
     out: dict[str, Any] = {}
     for item in items:
@@ -182,7 +183,7 @@ def _indexed(items: list, kind: str, keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def _value_sort_key(v: Any) -> tuple:
+def _value_sort_key(v: Any) -> tuple[Any, ...]:
     if v is None:
         return (0, 0)
     if isinstance(v, bool):
@@ -194,7 +195,7 @@ def _value_sort_key(v: Any) -> tuple:
     return (4, _compact(v))
 
 
-def _pe_sort_key(pe: str) -> tuple:
+def _pe_sort_key(pe: str) -> tuple[Any, ...]:
     """structured-merge-diff's PathElement order: fields, then keys, then values, then indexes."""
     kind, _, rest = pe.partition(":")
     try:
@@ -305,11 +306,11 @@ def _tree(paths: Iterable[Path]) -> _Node:
     return root
 
 
-def to_fieldsv1(paths: Iterable[Path]) -> dict:
+def to_fieldsv1(paths: Iterable[Path]) -> dict[str, Any]:
     """Encode a field set as kube's ``fieldsV1`` JSON (``.`` marks an owned node that also has
     owned children; keys in structured-merge-diff order)."""
 
-    def emit(node: _Node) -> dict:
+    def emit(node: _Node) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if node.member and node.children:
             out["."] = {}
@@ -320,14 +321,14 @@ def to_fieldsv1(paths: Iterable[Path]) -> dict:
     return emit(_tree(paths))
 
 
-def from_fieldsv1(fields: dict) -> set[Path]:
+def from_fieldsv1(fields: dict[str, Any]) -> set[Path]:
     """Decode ``fieldsV1`` JSON into a field set; ValueError if it is malformed. Key and value
     elements are re-encoded canonically, so differently spaced JSON compares equal."""
     if not isinstance(fields, dict):
         raise ValueError("fieldsV1 must be an object")
     out: set[Path] = set()
 
-    def walk(node: dict, path: Path) -> None:
+    def walk(node: dict[str, Any], path: Path) -> None:
         for pe, child in node.items():
             if not isinstance(child, dict):
                 raise ValueError(f"invalid fieldsV1 entry {pe!r}")
@@ -419,7 +420,7 @@ def compare_fields(
 
 
 
-def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: set, R: set) -> None:  # noqa: E741
+def _cmp(l: Any, r: Any, path: Path, fpath: tuple[str, ...], lt: ListTypeAt, A: set[Path], M: set[Path], R: set[Path]) -> None:  # noqa: E741
     if l is r or (type(l) is type(r) and l == r and json_equal(l, r)):
         return  # an unchanged subtree (most of an object on an update): nothing to walk
     lmiss, rmiss = l is MISSING, r is MISSING
@@ -457,7 +458,7 @@ def _cmp(l: Any, r: Any, path: Path, fpath: tuple, lt: ListTypeAt, A: set, M: se
     _leaf(l, r, path, A, M, R)
 
 
-def _leaf(l: Any, r: Any, path: Path, A: set, M: set, R: set) -> None:  # noqa: E741
+def _leaf(l: Any, r: Any, path: Path, A: set[Path], M: set[Path], R: set[Path]) -> None:  # noqa: E741
     if not path:
         return
     if l is MISSING:
@@ -468,7 +469,7 @@ def _leaf(l: Any, r: Any, path: Path, A: set, M: set, R: set) -> None:  # noqa: 
         M.add(path)
 
 
-def _node(lmiss: bool, rmiss: bool, path: Path, A: set, R: set) -> None:
+def _node(lmiss: bool, rmiss: bool, path: Path, A: set[Path], R: set[Path]) -> None:
     if path and lmiss:
         A.add(path)
     elif path and rmiss:
@@ -489,7 +490,7 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def _merge(live: Any, config: Any, fpath: tuple, lt: ListTypeAt) -> Any:
+def _merge(live: Any, config: Any, fpath: tuple[str, ...], lt: ListTypeAt) -> Any:
     """Merge an apply configuration into the live value: objects field by field, atomic lists
     replaced, set/map lists merged element by element."""
     if isinstance(config, dict):
@@ -563,14 +564,14 @@ def _merge_order(lhs: list[str], rhs: list[str]) -> list[str]:
     return out
 
 
-def _remove_paths(obj: dict, doomed: set[Path], owned: set[Path], lt: ListTypeAt) -> None:
+def _remove_paths(obj: dict[str, Any], doomed: set[Path], owned: set[Path], lt: ListTypeAt) -> None:
     """Remove fields and list elements at ``doomed`` paths; containers emptied by a removal
     go too unless someone owns them as such."""
     for path in sorted(doomed, key=len):
         _remove_path(obj, path, owned, lt)
 
 
-def _remove_path(obj: dict, path: Path, owned: set[Path], lt: ListTypeAt) -> None:
+def _remove_path(obj: dict[str, Any], path: Path, owned: set[Path], lt: ListTypeAt) -> None:
     chain: list[tuple[Any, Any, Path]] = []  # (container, accessor, container path)
     node: Any = obj
     fpath: tuple[str, ...] = ()
@@ -617,8 +618,9 @@ class _Entry:
     subresource: str
     fields: set[Path]
     #: the stored fieldsV1 and the set it decoded to: re-encoded only if ``fields`` changed
-    raw: dict | None = field(default=None, compare=False, repr=False)
-    decoded: frozenset[Path] | None = field(default=None, compare=False, repr=False)
+    raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: (a frozenset; typed as a Set so that comparing it with ``fields``, a set, type-checks)
+    decoded: AbstractSet[Path] | None = field(default=None, compare=False, repr=False)
 
     def ident(self) -> tuple[str, str, str, str]:
         """kube's manager identifier: appliers are one entry whatever the version they apply
@@ -706,7 +708,7 @@ def _decode_or_empty(managed_fields: Any, stored: bool = False) -> _Managers:
         return {}
 
 
-def _encode(managers: _Managers) -> list[dict]:
+def _encode(managers: _Managers) -> list[dict[str, Any]]:
     """Entries in kube's order: Apply before Update, then by time, manager, version, subresource."""
     entries = sorted(
         (e for e in managers.values() if e.fields),
@@ -732,7 +734,7 @@ def _cap_update_managers(managers: _Managers, limit: int = MAX_UPDATE_MANAGERS) 
             bucket.time = oldest.time
 
 
-def _skeleton(obj: dict) -> dict:
+def _skeleton(obj: dict[str, Any]) -> dict[str, Any]:
     """What kube diffs a created object against: the zero value of the type, whose
     non-pointer structs (metadata, spec, status) already exist as empty objects."""
     out: dict[str, Any] = {"metadata": {}}
@@ -742,14 +744,14 @@ def _skeleton(obj: dict) -> dict:
     return out
 
 
-def _without_managed_fields(obj: dict) -> dict:
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
 
 
-def _shallow_without_managed_fields(obj: dict) -> dict:
+def _shallow_without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` without metadata.managedFields, sharing everything else (read-only use)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or "managedFields" not in meta:
@@ -757,7 +759,7 @@ def _shallow_without_managed_fields(obj: dict) -> dict:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-def _store(obj: dict, managers: _Managers) -> dict:
+def _store(obj: dict[str, Any], managers: _Managers) -> dict[str, Any]:
     _cap_update_managers(managers)
     encoded = _encode(managers)
     meta = obj.get("metadata")
@@ -776,15 +778,15 @@ def _store(obj: dict, managers: _Managers) -> dict:
 
 
 def update_managed_fields(
-    old: dict | None,
-    new: dict,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
     *,
     manager: str,
     api_version: str,
     now: str,
     list_type_at: ListTypeAt = metadata_list_type_at,
     subresource: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Record a non-apply write (create when ``old`` is None, update, patch) in
     ``metadata.managedFields`` and return the new object (``new`` is not modified).
 
@@ -846,7 +848,7 @@ def _gvk_string(api_version: Any, kind: Any) -> str:
     return f"{group}/{version}, Kind={kind if isinstance(kind, str) else ''}"
 
 
-def _validate_config_lists(v: Any, shown: str, fpath: tuple, lt: ListTypeAt) -> None:
+def _validate_config_lists(v: Any, shown: str, fpath: tuple[str, ...], lt: ListTypeAt) -> None:
     """Map-list elements of an apply configuration must carry their keys, once each."""
     if isinstance(v, dict):
         for k, child in v.items():
@@ -875,7 +877,7 @@ def _invalid_config(detail: str) -> StatusError:
     return StatusError(422, "Invalid", f"failed to create typed patch object: {detail}")
 
 
-def _annotations(obj: dict) -> dict:
+def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     ann = meta.get("annotations") if isinstance(meta, dict) else None
     return ann if isinstance(ann, dict) else {}
@@ -895,7 +897,7 @@ def _go_json(v: Any) -> str:
     return s + "\n"
 
 
-def _sync_last_applied(merged: dict, config: dict) -> None:
+def _sync_last_applied(merged: dict[str, Any], config: dict[str, Any]) -> None:
     """kubectl server-side apply keeps an existing client-side last-applied annotation in
     step with what it applied (lastappliedupdater.go)."""
     ann = _annotations(merged)
@@ -909,7 +911,7 @@ def _sync_last_applied(merged: dict, config: dict) -> None:
         del ann[LAST_APPLIED_ANNOTATION]
 
 
-def _allowed_by_last_applied(live: dict, api_version: str, lt: ListTypeAt) -> set[Path]:
+def _allowed_by_last_applied(live: dict[str, Any], api_version: str, lt: ListTypeAt) -> set[Path]:
     """Conflicts kubectl may take over when moving from client-side to server-side apply:
     fields of the last-applied configuration whose live value still matches it."""
     raw = _annotations(live).get(LAST_APPLIED_ANNOTATION)
@@ -953,8 +955,8 @@ def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> StatusError:
 
 
 def server_side_apply(
-    live: dict | None,
-    config: dict,
+    live: dict[str, Any] | None,
+    config: dict[str, Any],
     *,
     manager: str,
     force: bool,
@@ -962,7 +964,7 @@ def server_side_apply(
     now: str,
     list_type_at: ListTypeAt = metadata_list_type_at,
     subresource: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Apply ``config`` for ``manager`` onto ``live`` (None: the object does not exist yet) and
     return the new object with its ``metadata.managedFields``. Inputs are not modified.
 

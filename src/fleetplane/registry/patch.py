@@ -185,7 +185,7 @@ def _go_repr(v: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def apply_json_patch(doc: dict, patch: Any) -> dict:
+def apply_json_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
     """Apply an RFC 6902 JSON patch (already parsed from JSON) to ``doc``.
 
     Like kube-apiserver: a document that is not a list of objects is a 400; more than
@@ -232,7 +232,7 @@ def _unprocessable_because(reason: str) -> StatusError:
 # --------------------------------------------------------------------------------------------
 
 
-def apply_merge_patch(doc: dict, patch: Any) -> dict:
+def apply_merge_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
     """Apply an RFC 7386 merge patch: objects merge recursively, ``null`` deletes, anything
     else (arrays included) replaces. The top level must be an object (400 otherwise)."""
     if patch is None:
@@ -241,7 +241,8 @@ def apply_merge_patch(doc: dict, patch: Any) -> dict:
         raise bad_request(
             f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}"
         )
-    return _json_merge(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch)
+    merged: dict[str, Any] = _json_merge(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch)  # a dict patch merges into a dict
+    return merged
 
 
 def _json_merge(target: Any, patch: Any) -> Any:
@@ -284,7 +285,7 @@ def _cannot_apply(message: str) -> StatusError:
     return StatusError(422, "Invalid", message)
 
 
-def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta) -> dict:
+def apply_strategic_merge_patch(doc: dict[str, Any], patch: Any, meta: PatchMeta) -> dict[str, Any]:
     """Apply a Kubernetes strategic merge patch to ``doc`` using ``meta`` for list strategies
     (``ResourceType.patch_meta``; ``definitions.metadata_only()`` for an object with only ObjectMeta known)."""
     if not isinstance(patch, dict):
@@ -293,7 +294,7 @@ def apply_strategic_merge_patch(doc: dict, patch: Any, meta: PatchMeta) -> dict:
         )
     original = copy.deepcopy(doc) if isinstance(doc, dict) else {}
     result = _smp_map(original, copy.deepcopy(patch), meta)
-    return {} if result is _DELETED else result
+    return {} if isinstance(result, _Deleted) else result
 
 
 def _directive_target(key: str, prefix: str, error: str) -> str:
@@ -303,7 +304,7 @@ def _directive_target(key: str, prefix: str, error: str) -> str:
     return tail
 
 
-def _smp_map(original: dict, patch: dict, meta: PatchMeta) -> dict | _Deleted:
+def _smp_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> dict[str, Any] | _Deleted:
     """Merge ``patch`` into ``original`` (both owned by us, mutated in place)."""
     if _DIRECTIVE in patch:
         directive = patch.pop(_DIRECTIVE)
@@ -369,7 +370,7 @@ def _smp_fresh(value: Any, meta: PatchMeta) -> Any:
     return value
 
 
-def _apply_retain_keys(original: dict, patch: dict) -> None:
+def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     """``$retainKeys: [a, b]``: drop every field of ``original`` not listed."""
     if _RETAIN_KEYS not in patch:
         return
@@ -396,7 +397,7 @@ def _item_key(item: Any, merge_key: str) -> str:
     return json_key(item)
 
 
-def _apply_set_element_order(original: dict, patch: dict, meta: PatchMeta) -> None:
+def _apply_set_element_order(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> None:
     """``$setElementOrder/<f>``: merge list ``f`` and put its elements in the given order.
 
     Precedence, as in kube: the directive's order, then the patch's, then the live order.
@@ -413,22 +414,21 @@ def _apply_set_element_order(original: dict, patch: dict, meta: PatchMeta) -> No
         patch_list = patch.get(name)
         if patch_list is not None and not isinstance(patch_list, list):
             raise _cannot_apply(f"expected a slice, but received a {_go_type(patch_list)}")
-        found_patch = patch_list is not None
         if merge_key:
             for item in order:
                 if not isinstance(item, dict) or merge_key not in item:
                     raise _cannot_apply(
                         f"map: {_go_repr(item)} does not contain declared merge key: {merge_key}"
                     )
-        if found_patch:
+        if patch_list is not None:
             _validate_patch_order(patch_list, order, merge_key)
 
-        if found_original and found_patch:
+        if found_original and patch_list is not None:
             if child.strategy == "merge":
                 merged = _smp_list(original[name], patch_list, child)
             else:
                 merged = patch_list
-        elif found_patch:
+        elif patch_list is not None:
             merged = _smp_fresh(patch_list, child)
         elif found_original:
             merged = original[name]
@@ -444,7 +444,7 @@ def _apply_set_element_order(original: dict, patch: dict, meta: PatchMeta) -> No
         patch.pop(name, None)
 
 
-def _validate_patch_order(patch_list: list, order: list, merge_key: str) -> None:
+def _validate_patch_order(patch_list: list[Any], order: list[Any], merge_key: str) -> None:
     """Every (non-directive) patch element must appear in ``$setElementOrder``, in that order."""
     if not patch_list or not order:
         return
@@ -463,7 +463,7 @@ def _validate_patch_order(patch_list: list, order: list, merge_key: str) -> None
         )
 
 
-def _sort_by(items: list, reference: list, merge_key: str) -> list:
+def _sort_by(items: list[Any], reference: list[Any], merge_key: str) -> list[Any]:
     """Stable-sort ``items`` by their position in ``reference`` (unknown ones last)."""
     ref = [_item_key(r, merge_key) for r in reference]
 
@@ -474,14 +474,14 @@ def _sort_by(items: list, reference: list, merge_key: str) -> list:
     return sorted(items, key=pos)
 
 
-def _interleave(server_only: list, from_patch: list, server_order: list, merge_key: str) -> list:
+def _interleave(server_only: list[Any], from_patch: list[Any], server_order: list[Any], merge_key: str) -> list[Any]:
     """kube's mergeSortedSlice: keep the relative order of both lists; a server-only item goes
     before a patch item only when the live list had it before that item. So new items that
     the live list never had come first, ahead of the remaining server-only items."""
-    ref = {}
+    ref: dict[str, int] = {}
     for i, r in enumerate(server_order):
         ref.setdefault(_item_key(r, merge_key), i)
-    out: list = []
+    out: list[Any] = []
     i = j = 0
     while i < len(server_only) or j < len(from_patch):
         if i >= len(server_only):
@@ -502,7 +502,7 @@ def _interleave(server_only: list, from_patch: list, server_order: list, merge_k
     return out
 
 
-def _smp_list(original: list, patch: list, meta: PatchMeta) -> list:
+def _smp_list(original: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]:
     """Merge two lists of a field with ``patchStrategy: merge``."""
     if not original and not patch:
         return original
@@ -514,7 +514,7 @@ def _smp_list(original: list, patch: list, meta: PatchMeta) -> list:
     return _smp_list_of_scalars(original, patch)
 
 
-def _smp_list_of_scalars(original: list, patch: list) -> list:
+def _smp_list_of_scalars(original: list[Any], patch: list[Any]) -> list[Any]:
     """Ordered union. ``{"$patch": "replace"}`` as an element replaces the list (an extension:
     kube rejects maps in a list of scalars; its clients send $deleteFromPrimitiveList)."""
     replace = False
@@ -540,7 +540,7 @@ def _smp_list_of_scalars(original: list, patch: list) -> list:
     return _interleave(server_only, _sort_by(from_patch, items, ""), original, "")
 
 
-def _dedupe(items: list) -> list:
+def _dedupe(items: list[Any]) -> list[Any]:
     seen: set[str] = set()
     out = []
     for item in items:
@@ -551,7 +551,7 @@ def _dedupe(items: list) -> list:
     return out
 
 
-def _smp_list_of_maps(original: list, patch: list, meta: PatchMeta) -> list:
+def _smp_list_of_maps(original: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]:
     """Merge by ``meta.key``; elements with ``$patch: delete`` remove every match, an element
     ``{"$patch": "replace"}`` makes the list exactly the other patch elements."""
     key = meta.key

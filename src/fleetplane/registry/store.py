@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,9 +71,10 @@ class ListOptions:
     resource_version_match: str = ""
 
 
-def copy_obj(obj: dict) -> dict:
+def copy_obj(obj: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a JSON object (orjson round trip is faster than copy.deepcopy)."""
-    return orjson.loads(orjson.dumps(obj))
+    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return copied
 
 
 def encode_continue(rev: int, key: str) -> str:
@@ -104,7 +106,7 @@ class GenericStore:
     def prefix(rt: ResourceType) -> str:
         return keys.resource_prefix(rt.group, rt.plural)
 
-    def present(self, rt: ResourceType, obj: dict) -> dict:
+    def present(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """The object as served in ``rt``'s version (stored objects are never mutated)."""
         if rt.custom or obj.get("apiVersion") != rt.api_version:
             obj = copy_obj(obj)
@@ -112,7 +114,7 @@ class GenericStore:
             rt.strategy.on_read(obj)
         return obj
 
-    def presented(self, rt: ResourceType, co: CachedObject) -> dict:
+    def presented(self, rt: ResourceType, co: CachedObject) -> dict[str, Any]:
         """``present`` for a cached object, memoized on it (the cache never changes an object:
         a new revision is a new CachedObject). Callers must not change the result."""
         view = co.view
@@ -121,7 +123,8 @@ class GenericStore:
             if obj is not co.obj and obj == co.obj:
                 obj = co.obj  # nothing changed on read: no second copy to keep
             view = co.view = [rt, obj, None]
-        return view[1]
+        presented: dict[str, Any] = view[1]  # co.view is [rt, the presented object, its JSON or None]
+        return presented
 
     def presented_json(self, rt: ResourceType, co: CachedObject) -> bytes:
         """The JSON of ``presented``, encoded once per object version."""
@@ -129,10 +132,11 @@ class GenericStore:
         view = co.view
         if view[2] is None:
             view[2] = orjson.dumps(view[1])
-        return view[2]
+        encoded: bytes = view[2]
+        return encoded
 
     @staticmethod
-    def encode_for_storage(rt: ResourceType, obj: dict) -> bytes:
+    def encode_for_storage(rt: ResourceType, obj: dict[str, Any]) -> bytes:
         meta = obj["metadata"]
         rv = meta.pop("resourceVersion", None)
         stored_version = obj.get("apiVersion")
@@ -146,7 +150,7 @@ class GenericStore:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def get(self, rt: ResourceType, ctx: Context, name: str) -> dict:
+    async def get(self, rt: ResourceType, ctx: Context, name: str) -> dict[str, Any]:
         await self.cache.sync()
         cur = self.cache.resource(self.prefix(rt)).get(self.key(rt, ctx.cluster, ctx.namespace, name)) \
             or self._default(rt, ctx.cluster, name)
@@ -162,10 +166,10 @@ class GenericStore:
         obj = rt.defaults(cluster).get(name)
         return None if obj is None else self._default_object(rt, cluster, name, obj)
 
-    def _default_object(self, rt: ResourceType, cluster: str, name: str, obj: dict) -> CachedObject:
+    def _default_object(self, rt: ResourceType, cluster: str, name: str, obj: dict[str, Any]) -> CachedObject:
         return CachedObject(self.key(rt, cluster, "", name), cluster, "", name, 0, obj)
 
-    def _defaults(self, rt: ResourceType, cluster: str | None, stored: list[CachedObject]) -> list[CachedObject]:
+    def _defaults(self, rt: ResourceType, cluster: str | None, stored: builtins.list[CachedObject]) -> builtins.list[CachedObject]:
         """The defaults of ``cluster`` no stored object shadows."""
         if rt.defaults is None or cluster is None:
             return []
@@ -188,7 +192,7 @@ class GenericStore:
 
         return match
 
-    async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict:
+    async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict[str, Any]:
         """A list body; ``ctx.cluster`` "*" lists every logical cluster."""
         found, meta = await self._select(rt, ctx, opts)
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
@@ -200,7 +204,7 @@ class GenericStore:
         head = orjson.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
         return head[:-1] + b',"items":[' + b",".join([self.presented_json(rt, o) for o in found]) + b"]}"
 
-    async def _select(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> tuple[list[CachedObject], dict[str, Any]]:
+    async def _select(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> tuple[builtins.list[CachedObject], dict[str, Any]]:
         if opts.continue_token:
             token_rev, start = decode_continue(opts.continue_token)
             if token_rev < self.cache.resource(self.prefix(rt)).oldest_revision and token_rev < await self.storage.compacted_revision():
@@ -230,14 +234,14 @@ class GenericStore:
             meta["remainingItemCount"] = remaining
         return found, meta
 
-    def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, list[WatchEvent]]:
+    def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, builtins.list[WatchEvent]]:
         cluster = None if ctx.cluster == "*" else ctx.cluster
         try:
             return self.cache.watch(self.prefix(rt), cluster, ctx.namespace or None, self._matcher(rt, opts), since)
         except CompactedError as exc:
             raise e.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
 
-    def initial_objects(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> list[CachedObject]:
+    def initial_objects(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> builtins.list[CachedObject]:
         cluster = None if ctx.cluster == "*" else ctx.cluster
         match = self._matcher(rt, opts)
         found = [o for o in self.cache.resource(self.prefix(rt)).objects(cluster, ctx.namespace or None) if match(o)]
@@ -246,7 +250,7 @@ class GenericStore:
 
     # -- create -----------------------------------------------------------------------------
 
-    def _prune_and_default(self, rt: ResourceType, ctx: Context, obj: dict) -> None:
+    def _prune_and_default(self, rt: ResourceType, ctx: Context, obj: dict[str, Any]) -> None:
         """Custom resources: drop unknown fields (or refuse them, under Strict), then default."""
         if rt.schema is None:
             return
@@ -256,30 +260,30 @@ class GenericStore:
         rt.schema.default(obj)
 
     @staticmethod
-    def _unknown_fields(rt: ResourceType, ctx: Context, obj: dict, unknown: list[str]) -> None:
+    def _unknown_fields(rt: ResourceType, ctx: Context, obj: dict[str, Any], unknown: builtins.list[str]) -> None:
         if ctx.field_validation == "Strict":
             detail = ", ".join(f'unknown field "{p}"' for p in unknown)
             raise e.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: {detail}')
         if ctx.field_validation == "Warn":
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
 
-    def _validate(self, rt: ResourceType, ctx: Context, obj: dict, old: dict | None) -> list[FieldError]:
+    def _validate(self, rt: ResourceType, ctx: Context, obj: dict[str, Any], old: dict[str, Any] | None) -> builtins.list[FieldError]:
         """The strategy's validation, and ObjectMeta's for custom resources."""
         errs = rt.strategy.validate(obj) if old is None else rt.strategy.validate_update(obj, old)
         if rt.custom:
             errs = validate_object_meta(obj, namespaced=rt.namespaced) + errs
         return errs
 
-    def _admission(self, op: str, rt: ResourceType, ctx: Context, name: str, obj: dict | None, old: dict | None,
-                   subresource: str = "", options: dict | None = None) -> AdmissionRequest:
+    def _admission(self, op: str, rt: ResourceType, ctx: Context, name: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                   subresource: str = "", options: dict[str, Any] | None = None) -> AdmissionRequest:
         return AdmissionRequest(op, rt, ctx.cluster, ctx.namespace if rt.namespaced else "", name, obj, old,
                                 subresource, ctx.user, ctx.dry_run, options or {})
 
-    def _invalid(self, rt: ResourceType, obj: dict, errs: list[FieldError]) -> StatusError:
+    def _invalid(self, rt: ResourceType, obj: dict[str, Any], errs: builtins.list[FieldError]) -> StatusError:
         name = (obj.get("metadata") or {}).get("name") or ""
         return e.invalid_object(rt.group, rt.kind, name, errs)
 
-    async def create(self, rt: ResourceType, ctx: Context, obj: dict, *, fields_owned: bool = True) -> dict:
+    async def create(self, rt: ResourceType, ctx: Context, obj: dict[str, Any], *, fields_owned: bool = True) -> dict[str, Any]:
         check_object_meta(obj, rt.kind, rt.version)
         if not rt.custom:
             drop_nulls(obj)
@@ -339,7 +343,7 @@ class GenericStore:
         await self.cache.sync()
         return self.cache.resource(self.prefix(rt)).get(key)
 
-    async def update(self, rt: ResourceType, ctx: Context, name: str, obj: dict, *, subresource: str = "") -> dict:
+    async def update(self, rt: ResourceType, ctx: Context, name: str, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
         """PUT: replace the object; its metadata.resourceVersion (if any) is a precondition."""
         check_object_meta(obj, rt.kind, rt.version)
         if not isinstance(obj.get("metadata"), dict):
@@ -351,7 +355,7 @@ class GenericStore:
         if not rv and not rt.strategy.allow_unconditional_update:
             raise self._invalid(rt, obj, [e.invalid("metadata.resourceVersion", "0x0", "must be specified for an update")])
 
-        def mutate(cur: dict) -> dict:
+        def mutate(cur: dict[str, Any]) -> dict[str, Any]:
             new = obj
             new["metadata"]["name"] = name
             return new
@@ -359,13 +363,13 @@ class GenericStore:
         return await self.guaranteed_update(rt, ctx, name, mutate, subresource=subresource, precondition_rv=rv or None)
 
     async def patch(self, rt: ResourceType, ctx: Context, name: str, patch_type: str, body: Any,
-                    *, subresource: str = "", force: bool = False) -> tuple[dict, bool]:
+                    *, subresource: str = "", force: bool = False) -> tuple[dict[str, Any], bool]:
         """PATCH; returns (object, created). Apply patches create a missing object."""
         if patch_type == "apply":
             return await self._apply(rt, ctx, name, body, subresource=subresource, force=force)
         meta = rt.patch_meta
 
-        def mutate(cur: dict) -> dict:
+        def mutate(cur: dict[str, Any]) -> dict[str, Any]:
             if patch_type == "json":
                 new = patching.apply_json_patch(cur, body)
             elif patch_type == "merge":
@@ -379,7 +383,7 @@ class GenericStore:
         obj = await self.guaranteed_update(rt, ctx, name, mutate, subresource=subresource, patch=True)
         return obj, False
 
-    async def _apply(self, rt: ResourceType, ctx: Context, name: str, config: Any, *, subresource: str, force: bool) -> tuple[dict, bool]:
+    async def _apply(self, rt: ResourceType, ctx: Context, name: str, config: Any, *, subresource: str, force: bool) -> tuple[dict[str, Any], bool]:
         if not ctx.manager:
             raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
                               {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]})
@@ -406,7 +410,7 @@ class GenericStore:
                     raise
         rv = cmeta.get("resourceVersion")
 
-        def mutate(cur_obj: dict) -> dict:
+        def mutate(cur_obj: dict[str, Any]) -> dict[str, Any]:
             return ssa.server_side_apply(cur_obj, copy_obj(config), manager=ctx.manager, force=force, api_version=rt.api_version,
                                          now=now_rfc3339(), list_type_at=list_types, subresource=subresource or None)
 
@@ -414,9 +418,9 @@ class GenericStore:
                                            patch=True, managed=False)
         return obj, False
 
-    async def guaranteed_update(self, rt: ResourceType, ctx: Context, name: str, mutate: Callable[[dict], dict], *,
+    async def guaranteed_update(self, rt: ResourceType, ctx: Context, name: str, mutate: Callable[[dict[str, Any]], dict[str, Any]], *,
                                 subresource: str = "", precondition_rv: str | None = None, patch: bool = False,
-                                managed: bool = True) -> dict:
+                                managed: bool = True) -> dict[str, Any]:
         """Read, mutate, write guarded by the read's revision; retry on races the client did not pin."""
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         for _ in range(MAX_UPDATE_RETRIES):
@@ -446,8 +450,8 @@ class GenericStore:
                 raise e.not_found(rt.group, rt.plural, name) from None
         raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
-    def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict, old: dict,
-                        subresource: str, managed: bool) -> dict | None:
+    def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict[str, Any], old: dict[str, Any],
+                        subresource: str, managed: bool) -> dict[str, Any] | None:
         check_object_meta(new, rt.kind, rt.version)
         if not rt.custom:
             drop_nulls(new)
@@ -504,7 +508,7 @@ class GenericStore:
             return None
         return new
 
-    async def _write_update(self, rt: ResourceType, ctx: Context, key: str, new: dict, old: dict, revision: int) -> dict:
+    async def _write_update(self, rt: ResourceType, ctx: Context, key: str, new: dict[str, Any], old: dict[str, Any], revision: int) -> dict[str, Any]:
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and _no_spec_finalizers(new):
             # The last finalizer is gone: the object goes (store.go ShouldDeleteDuringUpdate).
@@ -527,7 +531,7 @@ class GenericStore:
 
     # -- delete -----------------------------------------------------------------------------
 
-    async def delete(self, rt: ResourceType, ctx: Context, name: str, options: dict) -> tuple[dict, int, bool]:
+    async def delete(self, rt: ResourceType, ctx: Context, name: str, options: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:
         """DELETE; returns (body, http code, whether the body is the object rather than a Status)."""
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         check_delete_options(options)
@@ -606,23 +610,24 @@ class GenericStore:
                 continue
 
 
-def _no_spec_finalizers(obj: dict) -> bool:
+def _no_spec_finalizers(obj: dict[str, Any]) -> bool:
     """Namespaces also wait on spec.finalizers (the namespace controller's "kubernetes")."""
     if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
         return not (obj.get("spec") or {}).get("finalizers")
     return True
 
 
-def _same(new: dict, old: dict) -> bool:
+def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
     """Equal apart from managedFields timestamps: such a write is skipped."""
     if new == old:
         return True
     nm, om = new.get("metadata", {}), old.get("metadata", {})
     if nm.get("managedFields") == om.get("managedFields"):
         return False
-    strip = lambda o, m: {**o, "metadata": {k: v for k, v in m.items() if k != "managedFields"}}  # noqa: E731
+    def strip(o: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+        return {**o, "metadata": {k: v for k, v in m.items() if k != "managedFields"}}
     if strip(new, nm) != strip(old, om):
         return False
-    def shape(m):
+    def shape(m: dict[str, Any]) -> list[tuple[Any, Any, Any, Any]]:
         return [(f.get("manager"), f.get("operation"), f.get("subresource"), f.get("fieldsV1")) for f in m.get("managedFields") or []]
     return shape(nm) == shape(om)
