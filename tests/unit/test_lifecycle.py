@@ -93,8 +93,13 @@ async def test_a_terminating_namespace_is_emptied_then_removed(registry: Registr
     await configmap(registry, "b", "work", finalizers=["example.com/hold"])
     await delete(registry, namespaces, "work", namespace="")
     await eventually(gone(registry, cms, "a", namespace="work"), "the namespace's contents deleted")
-    b = await get(registry, cms, "b", namespace="work")
-    assert b is not None and b["metadata"]["deletionTimestamp"]
+
+    async def b_deleting() -> bool:  # deleted in the same pass as a, but perhaps just after a was gone
+        b = await get(registry, cms, "b", namespace="work")
+        assert b is not None, "b has a finalizer: it stays until the finalizer goes"
+        return bool(b["metadata"].get("deletionTimestamp"))
+
+    await eventually(b_deleting, "b marked for deletion (it keeps its finalizer)")
     assert await get(registry, namespaces, "work") is not None  # held by b's finalizer
     await registry.store.guaranteed_update(cms, Context(ROOT, "work"), "b",
                                            lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}})
