@@ -406,12 +406,13 @@ async def run_exec_plugin(
             prefix + f"exec: executable {cmd} cannot be run: {reason}", **ctx
         ) from None
 
-    assert proc.stdout is not None and proc.stderr is not None
+    out_stream, err_stream = proc.stdout, proc.stderr
+    assert out_stream is not None and err_stream is not None
 
     async def communicate() -> tuple[tuple[bytes, bool], tuple[bytes, bool]]:
         out, err = await asyncio.gather(
-            _read_limited(proc.stdout, MAX_STDOUT_BYTES, keep_tail=False, on_overflow=lambda: _kill_group(proc)),
-            _read_limited(proc.stderr, MAX_STDERR_BYTES, keep_tail=True),
+            _read_limited(out_stream, MAX_STDOUT_BYTES, keep_tail=False, on_overflow=lambda: _kill_group(proc)),
+            _read_limited(err_stream, MAX_STDERR_BYTES, keep_tail=True),
         )
         await proc.wait()
         return out, err

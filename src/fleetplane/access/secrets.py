@@ -120,9 +120,9 @@ def hub_reader(client: Any) -> HubReader:
         return _AsyncCoreV1Reader(client)
     if mod.startswith("kubernetes."):
         if not hasattr(client, "list_namespace"):
-            from kubernetes.client import CoreV1Api
+            from kubernetes.client import CoreV1Api as SyncCoreV1Api
 
-            client = CoreV1Api(client)
+            client = SyncCoreV1Api(client)
         return _SyncCoreV1Reader(client)
     raise TypeError(
         f"unsupported hub client {type(client).__name__}: pass a kubernetes(_asyncio) CoreV1Api/ApiClient or a HubReader"
@@ -130,6 +130,8 @@ def hub_reader(client: Any) -> HubReader:
 
 
 def _profile_ref(profile: Mapping[str, Any] | tuple[str | None, str]) -> tuple[str, str]:
+    ns: str | None
+    name: str | None
     if isinstance(profile, tuple):
         ns, name = profile
     else:
@@ -215,7 +217,7 @@ def _kubeconfig_from_secret(secret: Mapping[str, Any], ns: str, name: str) -> Se
         if string_data.get(key):
             raw, key_used = string_data[key].encode(), key
             break
-    if raw is None:
+    if raw is None or key_used is None:  # set together above
         raise SecretAccessError(
             f"secret {ns}/{name} does not contain a kubeconfig under key {DATA_KEYS[0]!r} (or {DATA_KEYS[1]!r})"
         )

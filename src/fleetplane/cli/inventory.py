@@ -14,7 +14,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import Any, cast
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -65,11 +65,14 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
         resources = None
         if group is not None:
             served = [v.version for v in group.versions or []]
-            version = VERSION if VERSION in served else group.preferred_version.version
-            listing = client.CustomObjectsApi(api).get_api_resources(GROUP, version, _request_timeout=timeout)
-            resources = [{"name": r.name, "namespaced": r.namespaced, "kind": r.kind} for r in listing.resources or []]
+            preferred = group.preferred_version
+            version = VERSION if VERSION in served else (preferred.version if preferred is not None else None)
+            if version is not None:
+                listing = client.CustomObjectsApi(api).get_api_resources(GROUP, version, _request_timeout=timeout)
+                resources = [{"name": r.name, "namespaced": r.namespaced, "kind": r.kind} for r in listing.resources or []]
         results = c.check_resource(version, resources)
-        if any(r.outcome == c.FAIL and r.rule == "served" for r in results):
+        # check_resource fails "served" when version is None
+        if version is None or any(r.outcome == c.FAIL and r.rule == "served" for r in results):
             return results, host
         custom = client.CustomObjectsApi(api)
         selector = f"{LABEL_CLUSTER_MANAGER}={args.manager}" if args.manager else None
@@ -81,10 +84,12 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
                 kw["_continue"] = token
             if selector:
                 kw["label_selector"] = selector
+            # the custom objects API returns the decoded JSON list; the client annotates it as object
             if args.namespace:
-                page = custom.list_namespaced_custom_object(GROUP, version, args.namespace, PLURAL, **kw)
+                page = cast("dict[str, Any]",
+                            custom.list_namespaced_custom_object(GROUP, version, args.namespace, PLURAL, **kw))
             else:
-                page = custom.list_cluster_custom_object(GROUP, version, PLURAL, **kw)
+                page = cast("dict[str, Any]", custom.list_cluster_custom_object(GROUP, version, PLURAL, **kw))
             profiles.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -93,7 +98,8 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
         ns_labels: dict[str, dict[str, str] | None] = {}
         for ns in sorted({(p.get("metadata") or {}).get("namespace") or "" for p in profiles} - {""}):
             try:
-                ns_labels[ns] = dict(core.read_namespace(ns, _request_timeout=timeout).metadata.labels or {})
+                meta = core.read_namespace(ns, _request_timeout=timeout).metadata
+                ns_labels[ns] = dict((meta.labels if meta is not None else None) or {})
             except ApiException:
                 ns_labels[ns] = None
         where = f" in namespace {args.namespace}" if args.namespace else " in all namespaces"

@@ -123,15 +123,21 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
         for p in sorted(profiles, key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp") or "",
                                                  (p.get("metadata") or {}).get("namespace") or "")):
             pm = p.get("metadata") or {}
-            infos.setdefault(pm.get("name"), ClusterInfo.from_profile(p, ns_labels.get(pm.get("namespace"))))
+            pname = pm.get("name")
+            if pname is None:  # the API server names every object
+                continue
+            infos.setdefault(pname, ClusterInfo.from_profile(p, ns_labels.get(pm.get("namespace"))))
         kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments")
         uid = md.get("uid")
-        children = {}
+        children: dict[str, dict[str, Any]] = {}
         for k in kids:
             km = k.get("metadata") or {}
+            cluster = (km.get("labels") or {}).get(LABEL_CLUSTER)
+            if not cluster:  # not a child the splitter made: it skips these too
+                continue
             if any(r.get("uid") == uid and r.get("controller") for r in km.get("ownerReferences") or ()) \
                     and not km.get("deletionTimestamp"):
-                children[(km.get("labels") or {}).get(LABEL_CLUSTER)] = k
+                children[cluster] = k
     finally:
         await hub.close()
 

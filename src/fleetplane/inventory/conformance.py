@@ -293,8 +293,8 @@ def _cluster_problems(cluster: Any, where: str) -> tuple[list[str], list[str]]:
         warns.append(f"{where}.certificate-authority is a file path, meaningless to other hosts; use certificate-authority-data")
     proxy = cluster.get("proxy-url")
     if proxy:
-        u = urlsplit(proxy) if isinstance(proxy, str) else None
-        if u is None or u.scheme not in ("http", "https", "socks5") or not u.hostname:
+        pu = urlsplit(proxy) if isinstance(proxy, str) else None
+        if pu is None or pu.scheme not in ("http", "https", "socks5") or not pu.hostname:
             errs.append(f"{where}.proxy-url must be an http, https or socks5 URL with a host")
     exts = cluster.get("extensions")
     if exts is not None:
@@ -350,8 +350,8 @@ def _access_providers(p: Mapping[str, Any], subject: str) -> Result:
                                                          "through access provider plugins")
     if warns:
         return Result(WARN, subject, "access-providers", "; ".join(warns))
-    names = [e.get("name") for e in status.get("accessProviders") or status.get("credentialProviders") or []]
-    return Result(PASS, subject, "access-providers", f"{total} well-formed: {', '.join(map(str, names))}")
+    provider_names = [e.get("name") for e in status.get("accessProviders") or status.get("credentialProviders") or []]
+    return Result(PASS, subject, "access-providers", f"{total} well-formed: {', '.join(map(str, provider_names))}")
 
 
 def _no_credentials(p: Mapping[str, Any], subject: str) -> Result:

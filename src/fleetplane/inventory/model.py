@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from ..apimachinery import metatime
 from .constants import (
@@ -80,7 +80,7 @@ def format_time(t: datetime | str) -> str:
     return t if isinstance(t, str) else metatime.format_time(t)
 
 
-def _wire(key: str, kind: type | None = None, many: bool = False) -> Any:
+def _wire(key: str, kind: type[_Wire] | None = None, many: bool = False) -> Any:
     """A dataclass field that maps to JSON key ``key`` (a nested model type, or a list of them)."""
     return field(default=None, metadata={"key": key, "kind": kind, "many": many})
 
@@ -88,12 +88,12 @@ def _wire(key: str, kind: type | None = None, many: bool = False) -> Any:
 class _Wire:
     """from_dict/to_dict for the dataclasses below: exact round trips, unknown keys kept."""
 
-    _SPECS: ClassVar[tuple[tuple[str, str, type | None, bool], ...]]  # (attr, key, kind, many)
+    _SPECS: ClassVar[tuple[tuple[str, str, type[_Wire] | None, bool], ...]]  # (attr, key, kind, many)
     extra: dict[str, Any]
     _order: tuple[str, ...]
 
     @classmethod
-    def _specs(cls) -> tuple[tuple[str, str, type | None, bool], ...]:
+    def _specs(cls) -> tuple[tuple[str, str, type[_Wire] | None, bool], ...]:
         specs = cls.__dict__.get("_SPECS_CACHE")
         if specs is None:
             specs = tuple(
@@ -161,13 +161,14 @@ class _Wire:
         return type(self).from_dict(self.to_dict())
 
 
+@dataclass_transform(field_specifiers=(field,))
 def _model(cls: type[T]) -> type[T]:
     """Make ``cls`` a dataclass with the ``extra`` and ``_order`` bookkeeping fields."""
     cls.__annotations__["extra"] = "dict[str, Any]"
-    cls.extra = field(default_factory=dict, repr=False)  # type: ignore[attr-defined]
+    cls.extra = field(default_factory=dict, repr=False)
     cls.__annotations__["_order"] = "tuple[str, ...]"
-    cls._order = field(default=(), repr=False, compare=False)  # type: ignore[attr-defined]
-    return dataclass(cls)  # type: ignore[return-value]
+    cls._order = field(default=(), repr=False, compare=False)
+    return dataclass(cls)
 
 
 # -- spec -----------------------------------------------------------------------------------------
@@ -502,9 +503,11 @@ class ClusterProfile(_Wire):
 
     def remove_property(self, name: str) -> bool:
         props = self.status.properties if self.status else None
-        for i, p in enumerate(props or ()):
+        if not props:
+            return False
+        for i, p in enumerate(props):
             if p.name == name:
-                del props[i]  # type: ignore[index]
+                del props[i]
                 return True
         return False
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from typing import Any, cast
 
 from .._tls import build_ssl_context
 from ..errors import AccessError
@@ -101,13 +101,15 @@ class ExecKr8sApi(_AsyncApi):  # type: ignore[misc,valid-type]
 
     async def _create_session(self) -> None:
         await super()._create_session()
-        self._session.auth = _HttpxAuth(self._fp_state)
+        session = self._session
+        assert session is not None  # _create_session has just made it
+        session.auth = _HttpxAuth(self._fp_state)
         if self._fp_state.cluster.disable_compression:
-            self._session.headers["Accept-Encoding"] = "identity"
+            session.headers["Accept-Encoding"] = "identity"
 
     @contextlib.asynccontextmanager
     async def call_api(self, *args: Any, **kwargs: Any):
-        auth: ExecKubeAuth = self.auth
+        auth = cast(ExecKubeAuth, self.auth)  # kr8s_api installs an ExecKubeAuth
         cred = await self._fp_state.authenticator.get_credential()
         if not cred.same_certificate(auth._fp_cred):
             auth._fp_cred = cred

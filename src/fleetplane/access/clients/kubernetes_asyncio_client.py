@@ -29,9 +29,9 @@ try:
     from kubernetes_asyncio.client.exceptions import ApiException as _ApiException
 except ImportError:  # pragma: no cover
     _ApiClient = object  # type: ignore[assignment,misc]
-    _Configuration = None  # type: ignore[assignment]
+    _Configuration = None  # type: ignore[assignment,misc]
     _rest = None  # type: ignore[assignment]
-    _ApiException = None  # type: ignore[assignment]
+    _ApiException = None  # type: ignore[assignment,misc]
 
 
 class _AsyncState(ClientAuth):
@@ -181,7 +181,8 @@ async def new_kubernetes_asyncio_client(
     client = ExecAsyncApiClient(conf)
     client._fp_state = state
     stock = client.rest_client
-    client.rest_client = None
+    # kubernetes_asyncio types rest_client as never None; None here makes _fp_install build its own
+    client.rest_client = None  # type: ignore[assignment]
     await client._fp_install(cred)
     await stock.close()
     return client

@@ -39,7 +39,7 @@ try:  # the class must subclass kubernetes' ApiClient; keep the package importab
     from kubernetes.client import Configuration as _Configuration
 except ImportError:  # pragma: no cover - exercised only without the optional dependency
     _ApiClient = object  # type: ignore[assignment,misc]
-    _Configuration = None  # type: ignore[assignment]
+    _Configuration = None  # type: ignore[assignment,misc]
 
 
 class _SyncState(ClientAuth):
@@ -121,7 +121,8 @@ def kubernetes_configuration(
     if cred.token:
         conf.api_key = {"BearerToken": cred.token}
         conf.api_key_prefix = {"BearerToken": "Bearer"}
-        conf.refresh_api_key_hook = _RefreshHook(state)
+        # kubernetes infers the attribute's type from its None default; it takes a callable
+        conf.refresh_api_key_hook = _RefreshHook(state)  # type: ignore[assignment]
     conf.fleetplane_access = state  # read by ExecApiClient
     return conf
 

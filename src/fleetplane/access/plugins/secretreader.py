@@ -239,8 +239,10 @@ class _HTTPSConnection(http.client.HTTPSConnection):
     def connect(self) -> None:
         if not self._server_name:
             return super().connect()
-        sock = socket.create_connection((self.host, self.port), self.timeout, self.source_address)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)
+        # typeshed does not declare these attributes, which http.client sets in __init__
+        sock = socket.create_connection((self.host, self.port), self.timeout,
+                                        self.source_address)  # type: ignore[attr-defined]
+        self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
 
 
 def get_secret(hub: Hub, namespace: str, name: str, timeout: float) -> dict:
@@ -248,14 +250,16 @@ def get_secret(hub: Hub, namespace: str, name: str, timeout: float) -> dict:
     path = (
         u.path.rstrip("/") or ""
     ) + f"/api/v1/namespaces/{quote(namespace, safe='')}/secrets/{quote(name, safe='')}"
+    if u.scheme not in ("https", "http"):
+        raise PluginError(f"hub server {hub.server!r} is not an http(s) URL")
+    if not u.hostname:
+        raise PluginError(f"hub server {hub.server!r} has no host")
     if u.scheme == "https":
         conn: http.client.HTTPConnection = _HTTPSConnection(
             u.hostname, u.port, server_name=hub.tls_server_name, context=hub.ssl_context, timeout=timeout
         )
-    elif u.scheme == "http":
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     else:
-        raise PluginError(f"hub server {hub.server!r} is not an http(s) URL")
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     headers = {"Accept": "application/json", "User-Agent": NAME}
     if hub.token:
         headers["Authorization"] = f"Bearer {hub.token}"
