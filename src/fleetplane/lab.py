@@ -165,6 +165,7 @@ class Process:
         """Send ``sig`` (the process is then expected to exit)."""
         self.stopped = True
         if self.running:
+            assert self.proc is not None  # running implies a process
             self.proc.send_signal(sig)
 
     def wait(self, timeout: float = 15.0) -> int | None:

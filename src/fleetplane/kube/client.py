@@ -306,9 +306,10 @@ class Client:
         params = [(k, "true" if v is True else "false" if v is False else str(v))
                   for k, v in (query or {}).items() if v is not None]
         try:
-            return await self._conn.get().call_api(
+            resp: aiohttp.ClientResponse = await self._conn.get().call_api(  # with _preload_content=False
                 path, method, query_params=params, header_params={"Accept": accept, "Content-Type": content_type},
                 body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
+            return resp
         except _NETWORK_ERRORS as exc:
             raise self._unreachable(exc, timeout if isinstance(timeout, (int, float)) else self.timeout) from exc
 
@@ -348,9 +349,9 @@ class Client:
                 return None
             raise
 
-    async def list_all(self, path: str, query: Mapping[str, Any] | None = None, limit: int = 500) -> tuple[list[dict], str]:
+    async def list_all(self, path: str, query: Mapping[str, Any] | None = None, limit: int = 500) -> tuple[list[dict[str, Any]], str]:
         """Every item of a list (following ``continue``) and the list's resourceVersion."""
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         cont = None
         while True:
             page = await self.request("GET", path, query={**(query or {}), "limit": limit, "continue": cont})
@@ -363,20 +364,27 @@ class Client:
     def _manager(self, manager: str | None) -> str | None:
         return manager or self.field_manager or None
 
-    async def create(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict:
-        return await self.request("POST", path, query={"fieldManager": self._manager(manager)}, body=obj)
+    async def create(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict[str, Any]:
+        created: dict[str, Any] = await self.request("POST", path, query={"fieldManager": self._manager(manager)},
+                                                     body=obj)
+        return created
 
-    async def replace(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict:
-        return await self.request("PUT", path, query={"fieldManager": self._manager(manager)}, body=obj)
+    async def replace(self, path: str, obj: Mapping[str, Any], manager: str | None = None) -> dict[str, Any]:
+        replaced: dict[str, Any] = await self.request("PUT", path, query={"fieldManager": self._manager(manager)},
+                                                      body=obj)
+        return replaced
 
-    async def apply(self, path: str, obj: Mapping[str, Any], manager: str | None = None, force: bool = True) -> dict:
+    async def apply(self, path: str, obj: Mapping[str, Any], manager: str | None = None, force: bool = True) -> dict[str, Any]:
         """Server-side apply."""
-        return await self.request("PATCH", path, query={"fieldManager": self._manager(manager), "force": force or None},
-                                  body=obj, content_type=APPLY_PATCH)
+        applied: dict[str, Any] = await self.request(
+            "PATCH", path, query={"fieldManager": self._manager(manager), "force": force or None}, body=obj,
+            content_type=APPLY_PATCH)
+        return applied
 
-    async def patch(self, path: str, patch: Any, content_type: str = MERGE_PATCH, manager: str | None = None) -> dict:
-        return await self.request("PATCH", path, query={"fieldManager": self._manager(manager)}, body=patch,
-                                  content_type=content_type)
+    async def patch(self, path: str, patch: Any, content_type: str = MERGE_PATCH, manager: str | None = None) -> dict[str, Any]:
+        patched: dict[str, Any] = await self.request("PATCH", path, query={"fieldManager": self._manager(manager)},
+                                                     body=patch, content_type=content_type)
+        return patched
 
     async def delete(self, path: str, *, uid: str | None = None, propagation: str = "Background") -> bool:
         """Delete (guarded by ``uid`` when given); False when it was already gone."""
@@ -392,7 +400,7 @@ class Client:
         return True
 
     async def watch(self, path: str, query: Mapping[str, Any] | None = None,
-                    timeout_seconds: int = 300) -> AsyncIterator[dict]:
+                    timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
         """A watch (with bookmarks): decoded events until the server ends it; a broken stream is
         :class:`Unreachable`."""
         q = {**(query or {}), "watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}

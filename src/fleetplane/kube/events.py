@@ -25,6 +25,9 @@ __all__ = ["EventRecorder"]
 
 log = logging.getLogger(__name__)
 
+#: (prefix, involvedObject, type, reason, message, component, host, timestamp, monotonic time): _send's arguments
+_Item = tuple[str, dict[str, Any], str, str, str, str, str, str, float]
+
 
 class EventRecorder:
     """Events written through ``client`` as ``component`` (``source.component``); ``host`` is
@@ -41,9 +44,9 @@ class EventRecorder:
         self.senders = senders
         self.per_logical_cluster = per_logical_cluster
         self.max_correlated = max_correlated
-        self._queue: asyncio.Queue[tuple] = asyncio.Queue(max_pending)
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue(max_pending)
         #: correlation key -> [events path, name, count, monotonic time of the last one]
-        self._seen: collections.OrderedDict[tuple, list] = collections.OrderedDict()
+        self._seen: collections.OrderedDict[tuple[Any, ...], list[Any]] = collections.OrderedDict()
         self.sent = 0
         self.dropped = 0
 
@@ -63,7 +66,7 @@ class EventRecorder:
             log.debug("event %s not recorded: %s", reason, exc)
 
     def _item(self, obj: Mapping[str, Any], etype: str, reason: str, message: str, component: str | None,
-              host: str | None) -> tuple:
+              host: str | None) -> _Item:
         md = obj.get("metadata") or {}
         ref = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "namespace": md.get("namespace"),
                "name": md.get("name"), "uid": md.get("uid"), "resourceVersion": md.get("resourceVersion")}
@@ -93,7 +96,7 @@ class EventRecorder:
             async with asyncio.timeout(timeout):
                 await self._queue.join()
 
-    async def _send(self, prefix: str, ref: dict, etype: str, reason: str, message: str, component: str, host: str,
+    async def _send(self, prefix: str, ref: dict[str, Any], etype: str, reason: str, message: str, component: str, host: str,
                     stamp: str, mono: float) -> None:
         ns = ref.get("namespace") or "default"
         path = f"{prefix}/api/v1/namespaces/{ns}/events"

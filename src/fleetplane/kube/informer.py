@@ -12,6 +12,7 @@ Callbacks must not block (enqueue and return).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import contextlib
 import logging
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 
 NamespacedKey = tuple[str, str]  # namespace ("" for cluster-scoped), name
 ClusterKey = tuple[str, str, str]  # logical cluster, namespace, name
-Handler = Callable[[Any, "dict | None", "dict | None"], None]
-IndexFunc = Callable[[dict], Iterable[str]]
+Handler = Callable[[Any, dict[str, Any] | None, dict[str, Any] | None], None]
+IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 
 
 def namespaced_key(obj: Mapping[str, Any]) -> NamespacedKey:
@@ -62,16 +63,16 @@ class EventHandler:
     """client-go's ResourceEventHandler: an informer callback split into add, update and delete.
     Override what you need."""
 
-    def on_add(self, obj: dict) -> None:
+    def on_add(self, obj: dict[str, Any]) -> None:
         pass
 
-    def on_update(self, old: dict, new: dict) -> None:
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         pass
 
-    def on_delete(self, obj: dict) -> None:
+    def on_delete(self, obj: dict[str, Any]) -> None:
         pass
 
-    def __call__(self, key: Any, old: dict | None, new: dict | None) -> None:
+    def __call__(self, key: Any, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if new is None:
             if old is not None:
                 self.on_delete(old)
@@ -93,7 +94,7 @@ class Informer:
     :meth:`run` instead of resuming (the server is going away)."""
 
     def __init__(self, client: Client, path: str, on_change: Handler | None = None, *, name: str = "",
-                 label_selector: str | None = None, key: Callable[[dict], Hashable] = namespaced_key,
+                 label_selector: str | None = None, key: Callable[[dict[str, Any]], Hashable] = namespaced_key,
                  indexers: Mapping[str, IndexFunc] | None = None,
                  on_status: Callable[[Informer, str | None], None] | None = None, missing_ok: bool = False,
                  wake: asyncio.Event | None = None, timeout_seconds: int = 300,
@@ -106,13 +107,13 @@ class Informer:
         self.handlers: list[Handler] = [on_change] if on_change is not None else []
         self.indexers = dict(indexers or {})
         #: index name -> value -> keys
-        self.indices: dict[str, dict[str, set]] = {n: collections.defaultdict(set) for n in self.indexers}
+        self.indices: dict[str, dict[str, set[Hashable]]] = {n: collections.defaultdict(set) for n in self.indexers}
         self.on_status = on_status
         self.missing_ok = missing_ok
         self.wake = wake
         self.timeout_seconds = timeout_seconds
         self.alive = alive
-        self.cache: dict[Any, dict] = {}
+        self.cache: dict[Any, dict[str, Any]] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.error: str | None = None
@@ -123,15 +124,15 @@ class Informer:
 
     # -- reading the cache ------------------------------------------------------------------------
 
-    def get(self, key: Hashable) -> dict | None:
+    def get(self, key: Hashable) -> dict[str, Any] | None:
         return self.cache.get(key)
 
-    def list(self, namespace: str | None = None) -> list[dict]:
+    def list(self, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
         if namespace is None:
             return list(self.cache.values())
         return [o for o in self.cache.values() if (o.get("metadata") or {}).get("namespace") == namespace]
 
-    def by_index(self, index: str, value: str) -> list[dict]:
+    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
         keys = self.indices[index].get(value) or ()
         return [self.cache[k] for k in keys if k in self.cache]
 
@@ -174,7 +175,7 @@ class Informer:
             await asyncio.wait_for(self.wake.wait(), timeout=max(delay, 5.0))
         self.wake.clear()
 
-    def _query(self) -> dict:
+    def _query(self) -> dict[str, Any]:
         return {"labelSelector": self.label_selector} if self.label_selector else {}
 
     def _set_status(self, error: str | None, status: int | None = None) -> None:
@@ -196,12 +197,14 @@ class Informer:
         self._replace(items, rv)
         return True
 
-    def _replace(self, items: list[dict], rv: str) -> None:
-        old, fresh = self.cache, {}
+    def _replace(self, items: builtins.list[dict[str, Any]], rv: str) -> None:
+        old: dict[Any, dict[str, Any]] = self.cache
+        fresh: dict[Any, dict[str, Any]] = {}
         for o in items:
             fresh[self.key(o)] = o
         self.cache = fresh
         self.resource_version = rv
+        changes: builtins.list[tuple[Hashable, dict[str, Any] | None, dict[str, Any] | None]]
         changes = [(k, o, None) for k, o in old.items() if k not in fresh]
         changes += [(k, old.get(k), o) for k, o in fresh.items() if k not in old or _rv(old[k]) != _rv(o)]
         for k, before, after in changes:
@@ -243,7 +246,7 @@ class Informer:
                 raise _Expired() from err
             raise
 
-    def _index(self, key: Hashable, new: dict | None, old: dict | None) -> None:
+    def _index(self, key: Hashable, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
         for name, fn in self.indexers.items():
             idx = self.indices[name]
             if old is not None:
@@ -257,7 +260,7 @@ class Informer:
                 for v in fn(new):
                     idx[v].add(key)
 
-    def _emit(self, key: Hashable, old: dict | None, new: dict | None) -> None:
+    def _emit(self, key: Hashable, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         for handler in self.handlers:
             try:
                 handler(key, old, new)

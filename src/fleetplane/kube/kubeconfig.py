@@ -96,7 +96,7 @@ class ApiTarget:
         return self.with_server(f"{self.base}/clusters/{name}")
 
     @classmethod
-    def from_kubeconfig(cls, kubeconfig: Mapping[str, Any] | str | os.PathLike, context: str | None = None) -> ApiTarget:
+    def from_kubeconfig(cls, kubeconfig: Mapping[str, Any] | str | os.PathLike[str], context: str | None = None) -> ApiTarget:
         """A kubeconfig the operator gave this process (a dict, a path, or YAML text): files allowed."""
         if isinstance(kubeconfig, str) and "\n" not in kubeconfig and os.pathsep in kubeconfig:
             kubeconfig = merge_kubeconfig_files(kubeconfig.split(os.pathsep))
@@ -151,13 +151,13 @@ def _did_you_mean(key: str, known: tuple[str, ...]) -> str:
     return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
 
 
-def _named(kc: Mapping[str, Any], section: str) -> dict[str, dict]:
+def _named(kc: Mapping[str, Any], section: str) -> dict[str, dict[str, Any]]:
     entries = kc.get(section)
     if entries is None:
         return {}
     if not isinstance(entries, list):
         raise KubeconfigError(f"{section} must be a list")
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for i, item in enumerate(entries):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise KubeconfigError(f"{section}[{i}] must be an object with a name")
@@ -308,9 +308,9 @@ def parse_kubeconfig(source: str | bytes | Mapping[str, Any] | Path, context: st
         raise KubeconfigError(f"{cwhere}.certificate-authority-data is not a PEM certificate")
     insecure = cluster.get("insecure-skip-tls-verify") in (True, "true")
 
-    for key in ("exec", "auth-provider"):
-        if user.get(key):
-            raise KubeconfigError(f"{uwhere}.{key}: credential plugins are not supported here; "
+    for plugin in ("exec", "auth-provider"):
+        if user.get(plugin):
+            raise KubeconfigError(f"{uwhere}.{plugin}: credential plugins are not supported here; "
                                   "use a token or a client certificate")
     if user.get("username") or user.get("password"):
         raise KubeconfigError(f"{uwhere}: basic authentication (username/password) is not supported; "
@@ -320,7 +320,8 @@ def parse_kubeconfig(source: str | bytes | Mapping[str, Any] | Path, context: st
         raise KubeconfigError(f"{uwhere}.token must be a string")
     if token is None and user.get("tokenFile"):
         token = read_file("tokenFile", uwhere, user["tokenFile"]).strip() or None
-    cert = key = None
+    cert: str | None = None
+    key: str | None = None
     if user.get("client-certificate-data"):
         cert = _b64(user["client-certificate-data"], f"{uwhere}.client-certificate-data")
     elif user.get("client-certificate"):

@@ -120,7 +120,7 @@ class LeaderElector:
         self.leader = holder or None
         return self.observed
 
-    def _body(self, acquire_time: str, transitions: int, holder: str, duration: float, rv: str | None = None) -> dict:
+    def _body(self, acquire_time: str, transitions: int, holder: str, duration: float, rv: str | None = None) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self.config.name, "namespace": self.config.namespace}
         if rv is not None:
             meta["resourceVersion"] = rv

@@ -37,7 +37,7 @@ def split_list(text: str) -> tuple[str, ...] | None:
     return items or None
 
 
-def _flag_fields(cls: type, only: Iterable[str] | None) -> list[dataclasses.Field]:
+def _flag_fields(cls: type, only: Iterable[str] | None) -> list[dataclasses.Field[Any]]:
     fields = [f for f in dataclasses.fields(cls) if "help" in f.metadata]
     if only is None:
         return fields
@@ -48,7 +48,7 @@ def _flag_fields(cls: type, only: Iterable[str] | None) -> list[dataclasses.Fiel
     return [f for f in fields if f.name in wanted]
 
 
-def _dest(prefix: str, f: dataclasses.Field) -> str:
+def _dest(prefix: str, f: dataclasses.Field[Any]) -> str:
     name = f.metadata.get("flag") or f.name.replace("_", "-")
     return (prefix if f.metadata.get("prefixed", True) else "") + name
 

@@ -18,7 +18,7 @@ class Backoff:
         self.base, self.cap, self.n = base, cap, 0
 
     def next(self) -> float:
-        delay = min(self.cap, self.base * (2 ** self.n))
+        delay: float = min(self.cap, self.base * (2 ** self.n))  # int ** int is Any in typeshed
         self.n = min(self.n + 1, 30)
         return delay * (0.8 + 0.4 * random.random())
 
@@ -82,7 +82,7 @@ class WorkQueue:
         """Add ``key`` again after its next backoff delay (at most ``cap``); returns the delay."""
         n = self._failures.get(key, 0)
         self._failures[key] = n + 1
-        delay = min(self.cap if cap is None else cap, self.base * (2 ** min(n, 30)))
+        delay: float = min(self.cap if cap is None else cap, self.base * (2 ** min(n, 30)))  # int ** int is Any
         if self.jitter:
             delay *= 0.8 + 0.4 * random.random()
         self.add_after(key, delay)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from ..registry.types import ResourceType
 
@@ -102,7 +103,7 @@ def aggregated(types: Iterable[ResourceType], core: bool, version: str = "v2") -
             resources = []
             for rt in (r for r in ts if r.version == v):
                 gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-                res = {"resource": rt.plural, "singularResource": rt.singular,
+                res: dict[str, Any] = {"resource": rt.plural, "singularResource": rt.singular,
                        "scope": "Namespaced" if rt.namespaced else "Cluster",
                        "responseKind": gvk, "verbs": list(rt.verbs)}
                 if rt.short_names:

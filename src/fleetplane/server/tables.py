@@ -219,7 +219,7 @@ def to_table(rt: ResourceType, objects: list[dict], *, include_object: str = "Me
     clock = _Clock(now)
     cells_fn = printer.cells
     conditions_fn = printer.conditions
-    rows = []
+    rows: list[dict[str, Any]] = []
     append = rows.append
     if include_object == "Metadata":
         for o in objects:

@@ -137,7 +137,7 @@ class _RootStream:
     received: int
     #: the newest revision of a ``/`` event received
     last_event: int
-    waiters: list[tuple[int, asyncio.Future]] = field(default_factory=list)
+    waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
     def advance(self, rev: int, matched: bool) -> None:
         self.received = max(self.received, rev)
@@ -175,6 +175,12 @@ class _RootStream:
         self.waiters = []
 
 
+def _header_revision(resp: Any) -> int:
+    """The revision in a response's header (the generated etcd messages are untyped)."""
+    rev: int = resp.header.revision
+    return rev
+
+
 class EtcdStore:
     """A :class:`~fleetplane.storage.interface.Store` on an etcd v3 cluster (3.4 or later).
 
@@ -200,8 +206,8 @@ class EtcdStore:
         self._closed = False
         self._compacted = 0
         self._roots: list[_RootStream] = []
-        self._rev_next: asyncio.Future | None = None
-        self._rev_task: asyncio.Task | None = None
+        self._rev_next: asyncio.Future[int] | None = None
+        self._rev_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"EtcdStore({','.join(t for t, _ in self.endpoints)})"
@@ -330,7 +336,7 @@ class EtcdStore:
 
         async def attempt(ep: _Endpoint, timeout: float, _: bool) -> int:
             resp = await ep.kv.get(b"/", count_only=True, timeout=timeout)
-            return resp.header.revision
+            return _header_revision(resp)
 
         return await self._call(attempt, "read revision")
 
@@ -416,7 +422,7 @@ class EtcdStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    async def _txn(self, compare: list, success: list, failure: list, what: str,
+    async def _txn(self, compare: list[Any], success: list[Any], failure: list[Any], what: str,
                    resolve: Callable[[Any, bool], int]) -> int:
         """One guarded transaction; ``resolve(response, retried)`` turns it into a revision
         or raises. A retry after an unknown outcome may find its own write already there."""
@@ -448,10 +454,11 @@ class EtcdStore:
 
         def resolve(resp: Any, retried: bool) -> int:
             if resp.succeeded:
-                return resp.header.revision
+                return _header_revision(resp)
             cur = self._failed_kv(resp)
             if retried and cur is not None and cur.value == value and cur.version == 1:
-                return cur.mod_revision  # our own create, landed before its answer was lost
+                own: int = cur.mod_revision
+                return own  # our own create, landed before its answer was lost
             raise KeyExistsError(key)
 
         return await self._txn([KVService.txn_compare_create_revision(k, 0)], [KVService.txn_op_put(k, value)],
@@ -462,12 +469,13 @@ class EtcdStore:
 
         def resolve(resp: Any, retried: bool) -> int:
             if resp.succeeded:
-                return resp.header.revision
+                return _header_revision(resp)
             cur = self._failed_kv(resp)
             if cur is None:
                 raise KeyNotFoundError(key)
             if retried and cur.value == value and cur.mod_revision > expected_revision:
-                return cur.mod_revision  # our own update, landed before its answer was lost
+                own: int = cur.mod_revision
+                return own  # our own update, landed before its answer was lost
             raise RevisionMismatchError(key, KeyValue(key, cur.value, cur.create_revision, cur.mod_revision))
 
         return await self._txn([self._mod_compare(k, expected_revision), self._exists_compare(k)],
@@ -478,13 +486,13 @@ class EtcdStore:
 
         def resolve(resp: Any, retried: bool) -> int:
             if resp.succeeded:
-                return resp.header.revision
+                return _header_revision(resp)
             cur = self._failed_kv(resp)
             if cur is None:
                 if retried:
                     # Our delete may have landed before its answer was lost; the key is gone
                     # either way. Its revision is unknown: report the current one.
-                    return resp.header.revision
+                    return _header_revision(resp)
                 raise KeyNotFoundError(key)
             raise RevisionMismatchError(key, KeyValue(key, cur.value, cur.create_revision, cur.mod_revision))
 
@@ -504,7 +512,8 @@ class EtcdStore:
 
         async def claim(ep: _Endpoint, timeout: float, _: bool) -> bool:
             resp = await ep.kv.txn([guard], [KVService.txn_op_put(COMPACT_KEY, str(revision).encode())], [], timeout=timeout)
-            return resp.succeeded
+            claimed: bool = resp.succeeded
+            return claimed
 
         if not await self._call(claim, "compact"):
             return  # another replica is compacting
@@ -549,7 +558,7 @@ class EtcdStore:
         try:
             while not self._closed:
                 ep = self._pick()
-                requests: asyncio.Queue = asyncio.Queue()
+                requests: asyncio.Queue[Any] = asyncio.Queue()
                 create = rpc_pb2.WatchCreateRequest(key=key, range_end=end, start_revision=next_rev, prev_kv=True)
                 requests.put_nowait(rpc_pb2.WatchRequest(create_request=create))
                 call = ep.watch.Watch(_drain(requests), metadata=_WATCH_METADATA)
@@ -609,7 +618,7 @@ class EtcdStore:
         return Event(EventType.DELETE, key, ev.prev_kv.value, kv.mod_revision, ev.prev_kv.create_revision)
 
 
-async def _drain(queue: asyncio.Queue) -> AsyncIterator[Any]:
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
     while True:
         item = await queue.get()
         if item is None:

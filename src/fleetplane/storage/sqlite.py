@@ -14,7 +14,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .interface import (
@@ -56,7 +56,7 @@ class _Op:
     key: str
     value: bytes = b""
     expected: int = 0
-    future: asyncio.Future = field(default=None)  # type: ignore[assignment]
+    future: asyncio.Future[int] | None = None  # set by _submit, before the op is queued
 
 
 def _prefix_end(prefix: str) -> str:
@@ -153,9 +153,10 @@ class SQLiteStore:
         if self._closed:
             raise UnavailableError("store is closed")
         assert self._loop is not None
-        op.future = self._loop.create_future()
+        future: asyncio.Future[int] = self._loop.create_future()
+        op.future = future
         self._queue.put(op)
-        return await op.future
+        return await future
 
     async def create(self, key: str, value: bytes) -> int:
         return await self._submit(_Op("create", key, value))
@@ -249,7 +250,7 @@ class SQLiteStore:
         self._compacted = compacted
         self._finish(batch, results, events)
 
-    def _finish(self, batch: list[_Op], results: list, events: list[Event]) -> None:
+    def _finish(self, batch: list[_Op], results: list[int | Exception], events: list[Event]) -> None:
         loop = self._loop
         assert loop is not None
 
@@ -259,6 +260,7 @@ class SQLiteStore:
                 for sub in list(self._subscribers):
                     sub.push(events)
             for op, res in zip(batch, results, strict=True):
+                assert op.future is not None  # every queued op was _submit's
                 if op.future.done():
                     continue
                 if isinstance(res, Exception):

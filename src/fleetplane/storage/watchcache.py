@@ -182,8 +182,8 @@ class WatchCache:
         self.resources: dict[str, ResourceCache] = {}
         self.revision = 0
         self._start_revision = 0
-        self._task: asyncio.Task | None = None
-        self._waiters: list[tuple[int, asyncio.Future]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._listeners: list[Callable[[WatchEvent], None]] = []
         self.ready = asyncio.Event()
 
