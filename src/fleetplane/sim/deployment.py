@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -173,7 +174,7 @@ def remove_condition(status: dict, ctype: str) -> None:
             del status["conditions"]
 
 
-def active(rss: list[dict | None]) -> list[dict]:
+def active(rss: Sequence[dict | None]) -> list[dict]:
     return [rs for rs in rss if rs is not None and replicas(rs) > 0]
 
 
@@ -561,8 +562,9 @@ class DeploymentController:
             fraction = -replicas(rs)
         else:
             deployment_replicas = replicas(d) + max_surge(d)
+            raw: Any = (meta(rs).get("annotations") or {}).get(MAX_REPLICAS)
             try:
-                annotated = int((meta(rs).get("annotations") or {}).get(MAX_REPLICAS))
+                annotated = int(raw)
             except (TypeError, ValueError):
                 annotated = status_int(d, "replicas")
             if annotated <= 0:
@@ -587,8 +589,9 @@ class DeploymentController:
     def _is_saturated(d: dict, rs: dict | None) -> bool:
         if rs is None:
             return False
+        raw: Any = (meta(rs).get("annotations") or {}).get(DESIRED_REPLICAS)
         try:
-            desired = int((meta(rs).get("annotations") or {}).get(DESIRED_REPLICAS))
+            desired = int(raw)
         except (TypeError, ValueError):
             return False
         return replicas(rs) == replicas(d) and desired == replicas(d) and status_int(rs, "availableReplicas") == replicas(d)
@@ -723,7 +726,7 @@ class DeploymentController:
 
     # -- status ---------------------------------------------------------------------------------
 
-    def _calculate_status(self, d: dict, all_rss: list[dict | None], new_rs: dict | None) -> dict:
+    def _calculate_status(self, d: dict, all_rss: Sequence[dict | None], new_rs: dict | None) -> dict:
         rss = [rs for rs in all_rss if rs is not None]
         available = sum(status_int(rs, "availableReplicas") for rs in rss)
         total = sum(replicas(rs) for rs in rss)
@@ -746,14 +749,14 @@ class DeploymentController:
             set_condition(status, new_condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."))
         return status
 
-    async def _sync_status(self, d: dict, all_rss: list[dict | None], new_rs: dict | None) -> None:
+    async def _sync_status(self, d: dict, all_rss: Sequence[dict | None], new_rs: dict | None) -> None:
         status = self._calculate_status(d, all_rss, new_rs)
         if _status_equal(d.get("status") or {}, status):
             return
         d["status"] = status
         await self.update_status(d)
 
-    async def _sync_rollout_status(self, d: dict, all_rss: list[dict | None], new_rs: dict | None) -> None:
+    async def _sync_rollout_status(self, d: dict, all_rss: Sequence[dict | None], new_rs: dict | None) -> None:
         status = self._calculate_status(d, all_rss, new_rs)
         if not has_progress_deadline(d):
             remove_condition(status, "Progressing")

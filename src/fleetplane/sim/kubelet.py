@@ -145,7 +145,9 @@ class Kubelet:
         for pod in self.pods.list():
             ip = (pod.get("status") or {}).get("podIP")
             node = (pod.get("spec") or {}).get("nodeName")
-            ipam = self._ipam(node) if ip and node and not pod_is_terminal(pod) else None
+            if not (ip and node and not pod_is_terminal(pod)):
+                continue
+            ipam = self._ipam(node)
             if ipam is not None:
                 ipam.take(ip)
                 self.pod_ips[object_key(pod)] = (node, ip)

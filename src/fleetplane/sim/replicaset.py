@@ -221,7 +221,7 @@ class ReplicaSetController:
         needs_sync = self.expectations.satisfied(key)
         spec = rs.get("spec") or {}
         selector = spec.get("selector") or {}
-        uid = meta(rs).get("uid")
+        uid: Any = meta(rs).get("uid")
         ns = meta(rs)["namespace"]
         owned = [p for p in self.pods.by_index("controller", uid) if pod_is_active(p)]
         pods = await self._claim(rs, selector, owned, [p for p in self.pods.by_index("orphans", ns) if pod_is_active(p)])

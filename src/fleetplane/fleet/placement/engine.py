@@ -261,6 +261,10 @@ class Prepared:
     one per workload), and :func:`decide` only adds time and the current split. :meth:`refresh`
     re-evaluates only the clusters whose :class:`ClusterInfo` object changed."""
 
+    # set by :meth:`ranks` on first use (declarations only: no class attributes)
+    _seed: str
+    _ranks: dict[str, Any]
+
     def __init__(self, policy: Policy, clusters: Iterable[ClusterInfo],
                  requests: Mapping[str, float] | None = None) -> None:
         self.policy = policy
@@ -481,6 +485,7 @@ def _admit(cd: ClusterDecision, st: _Static, cur: int, total: int, policy: Polic
         fit = st.fit + cur if st.ci.capacity_net else st.fit
         cd.fit = cd.soft_cap = fit
         if fit == 0:
+            assert st.short is not None  # set together with st.fit
             r, have, need = st.short
             want = policy.per_cluster if duplicate else total
             cd.status = FILTERED
@@ -556,6 +561,7 @@ class _Seats:
                 continue
             holds = k < cur_get(name, 0)
             tier = c.tier
+            entry: tuple[tuple[Any, ...], ClusterDecision]
             if keep_first:
                 entry = ((not holds, -tier[0], -tier[1], -c.weight / (2 * k + 1), not holds, rank[name]), c)
             else:
@@ -597,16 +603,16 @@ class _Seats:
                         break
                 if blocked:
                     continue
-                k = h[0][0]
+                dkey = h[0][0]
                 if smins:
                     soft_ok = True
                     for cnt, lo, skew, i in smins:
                         if cnt[dom[i]] - lo >= skew:
                             soft_ok = False
                             break
-                    k = (*k[:split], not soft_ok, *k[split:])
-                if best_key is None or k < best_key:
-                    best_key, best = k, dom
+                    dkey = (*dkey[:split], not soft_ok, *dkey[split:])
+                if best_key is None or dkey < best_key:
+                    best_key, best = dkey, dom
             if best is None:
                 break  # every domain with room is blocked by a DoNotSchedule spread constraint
             h = heaps[best]
@@ -645,6 +651,7 @@ class _Seats:
 
         top: list = []
         blocked: set[tuple[str, ...]] = set()
+        h: list[Any] | None
         for dom, h in heaps.items():
             if allowed(dom):
                 top.append((h[0][0], dom))

@@ -212,9 +212,9 @@ class Policy:
             out.append(f"preferred (weight {p.weight}) {p.term.text}")
         for s in self.spread:
             out.append(s.describe())
-        for t in self.tolerations:
-            out.append("tolerates " + (f"{t.key}{'=' + t.value if t.value else ''}" if t.key else "everything")
-                       + (f":{t.effect}" if t.effect else ""))
+        for tol in self.tolerations:
+            out.append("tolerates " + (f"{tol.key}{'=' + tol.value if tol.value else ''}" if tol.key else "everything")
+                       + (f":{tol.effect}" if tol.effect else ""))
         if self.max_per_cluster is not None:
             out.append(f"at most {self.max_per_cluster} replicas per cluster")
         if self.tolerance:

@@ -503,6 +503,7 @@ class _Reconcile:
         """Children short of available replicas for longer than the grace period limit their
         cluster for this parent (see the module docstring)."""
         s, now, grace = self.s, self.now, self.opts.unschedulable_grace
+        lim: Limit | None
         for c in list(s.limits):
             lim = s.limits[c]
             if now - lim.since >= self.opts.limit_ttl or fleet.get(c) is None:
@@ -635,10 +636,11 @@ class _Reconcile:
         labels, ann = self._child_meta(cluster, spec_hash)
         spec = self._desired_spec(replicas)
         if child is None:
-            body = {"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
-                                 "labels": labels, "annotations": ann, "ownerReferences": [self._owner_ref()]},
-                    "spec": spec}
+            body: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
+                                                 "labels": labels, "annotations": ann,
+                                                 "ownerReferences": [self._owner_ref()]},
+                                    "spec": spec}
             try:
                 created = await hub.create(path, body, FIELD_MANAGER)
             except ApiError as err:
@@ -798,13 +800,14 @@ class _Reconcile:
         status["clusters"] = clusters
         prev_conds = {c.get("type"): c for c in prev.get("conditions") or ()}
         missing = [e["name"] for e in clusters if e["name"] in target and not e["available"]]
+        avail_cond: tuple[str, str, str]
         if not target:
-            avail = ("False", "NoClusters", "no cluster to run in: " + (self.problems[0][1] if self.problems else "none"))
+            avail_cond = ("False", "NoClusters", "no cluster to run in: " + (self.problems[0][1] if self.problems else "none"))
         elif missing:
-            avail = ("False", "ClustersUnavailable", "not available in " + ", ".join(missing))
+            avail_cond = ("False", "ClustersUnavailable", "not available in " + ", ".join(missing))
         else:
-            avail = ("True", "AllClustersAvailable", f"available in {ready} of {len(target)} clusters")
-        conds = [("Available", *avail), ("Placement", *placement)]
+            avail_cond = ("True", "AllClustersAvailable", f"available in {ready} of {len(target)} clusters")
+        conds = [("Available", *avail_cond), ("Placement", *placement)]
         status["conditions"] = [st.merge_condition(prev_conds.get(t), t, s_, r, m, now) for t, s_, r, m in conds]
         return status
 

@@ -70,10 +70,10 @@ def plan(target: Mapping[str, int], children: Mapping[str, ChildView], requested
     # shrinking: clusters leaving entirely first, then by name (deterministic)
     downs = []
     for c, v in live.items():
-        t = target.get(c)
-        if t is not None and t >= v.spec_replicas:
+        want = target.get(c)
+        if want is not None and want >= v.spec_replicas:
             continue
-        downs.append((t is not None, c, v, 0 if t is None else t))
+        downs.append((want is not None, c, v, 0 if want is None else want))
     downs.sort(key=lambda x: (x[0], x[1]))
     for _, c, v, t in downs:
         spec = max(v.spec_replicas, 0)

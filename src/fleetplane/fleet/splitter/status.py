@@ -97,6 +97,7 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
     prev = prev or {}
     stale = stale or {}
     totals = dict.fromkeys(COUNTERS, 0)
+    child: Mapping[str, Any] | None
     for child in children.values():
         for k, v in child_counts(child).items():
             totals[k] += v

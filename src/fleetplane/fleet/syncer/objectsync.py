@@ -79,11 +79,12 @@ def set_path(o: dict, path: str, value: Any) -> None:
 
 def del_path(o: dict, path: str) -> None:
     parts = _split(path)
+    node: Any = o
     for part in parts[:-1]:
-        o = o.get(part)
-        if not isinstance(o, dict):
+        node = node.get(part)
+        if not isinstance(node, dict):
             return
-    o.pop(parts[-1], None)
+    node.pop(parts[-1], None)
 
 
 def project(actual: Any, template: Any) -> Any:
@@ -133,8 +134,9 @@ MEMO_TTL = 5.0
 
 
 def _rv(o: dict) -> int | None:
+    rv: Any = _meta(o).get("resourceVersion")
     try:
-        return int(_meta(o).get("resourceVersion"))
+        return int(rv)
     except (TypeError, ValueError):
         return None
 
@@ -312,19 +314,23 @@ class ObjectSync:
 
     async def ensure_types(self, wanted: Iterable[SyncedType], hpa: ApiResource | None) -> None:
         """Run a worker per wanted type; stop the others (their hub type is gone)."""
-        wanted = {st.key: st for st in wanted}
+        by_key = {st.key: st for st in wanted}
         for key in list(self.types):
             cur = self.types[key]
-            nxt = wanted.get(key)
+            nxt = by_key.get(key)
             if nxt is None or (nxt.hub.version, nxt.down.version) != (cur.st.hub.version, cur.st.down.version):
                 del self.types[key]
                 await cur.stop()
                 self.syncer.mark_ok(f"informer:{cur.hub_inf.name}", f"informer:{cur.down_inf.name}")
-                self.queue.drop(lambda k, key=key: k[0] == key)
+
+                def of_type(k: Any, key: str = key) -> bool:
+                    return k[0] == key
+
+                self.queue.drop(of_type)
                 for d in (self.state, self.observed):
                     for k in [k for k in d if k[0] == key]:
                         d.pop(k, None)
-        for key, st in wanted.items():
+        for key, st in by_key.items():
             if key not in self.types:
                 w = TypeWorker(self, st)
                 self.types[key] = w

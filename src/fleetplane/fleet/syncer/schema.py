@@ -65,7 +65,7 @@ def find_kind(doc: dict, group: str, version: str, kind: str) -> str | None:
 
 
 def _scalar_default_ok(node: dict, value: Any) -> bool:
-    t = node.get("type")
+    t: Any = node.get("type")
     ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
           "integer": isinstance(value, int) and not isinstance(value, bool),
           "number": isinstance(value, int | float) and not isinstance(value, bool)}.get(t, False)
@@ -191,7 +191,7 @@ def structural_from_openapi(doc: dict, group: str, version: str, kind: str) -> d
 # -- printer columns for built-in kinds, as kubectl shows them ------------------------------
 
 def _col(name: str, path: str, t: str = "integer", priority: int = 0) -> dict:
-    c = {"name": name, "type": t, "jsonPath": path}
+    c: dict[str, Any] = {"name": name, "type": t, "jsonPath": path}
     if priority:
         c["priority"] = priority
     return c
@@ -223,7 +223,7 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[dict]] = {
 
 
 def _has_path(schema: dict, path: str) -> bool:
-    node = schema
+    node: Any = schema
     for part in path.strip(".").split("."):
         node = (node.get("properties") or {}).get(part)
         if not isinstance(node, dict):

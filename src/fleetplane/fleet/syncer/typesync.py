@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
@@ -80,9 +81,9 @@ class TypeSync:
         self._explicit = set()
         specs = list(self.syncer.resources)
         if "*" in specs:
-            for r in disc.all_preferred():
-                if r.namespaced and r.watchable and r.group_resource not in EXCLUDED and "/" not in r.resource:
-                    out.append(r)
+            for res in disc.all_preferred():
+                if res.namespaced and res.watchable and res.group_resource not in EXCLUDED and "/" not in res.resource:
+                    out.append(res)
             specs = [s for s in specs if s != "*"]
         for spec in specs:
             resource, group = parse_resource(spec)
@@ -180,7 +181,7 @@ class TypeSync:
         if cached is not None:
             return copy.deepcopy(cached)
         version = crd_version_from_openapi(doc, r.group, r.version, r.kind, r.subresources)
-        names = {"plural": r.resource, "singular": r.singular or r.kind.lower(), "kind": r.kind,
+        names: dict[str, Any] = {"plural": r.resource, "singular": r.singular or r.kind.lower(), "kind": r.kind,
                  "listKind": r.kind + "List"}
         if r.short_names:
             names["shortNames"] = list(r.short_names)
@@ -247,8 +248,8 @@ class TypeSync:
         ann = {C.ORIGIN_ANNOTATION: "imported", C.SCHEMA_SOURCE_ANNOTATION: cluster}
         if spec["group"].endswith((".k8s.io", ".kubernetes.io")) or "." not in spec["group"]:
             ann["api-approved.kubernetes.io"] = APPROVED
-        body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                "metadata": {"name": name, "labels": {label: "true"}, "annotations": ann}, "spec": spec}
+        body: dict[str, Any] = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                                "metadata": {"name": name, "labels": {label: "true"}, "annotations": ann}, "spec": spec}
         try:
             created = await self.hub.request("POST", CRDS, body=body, query={"fieldManager": self.syncer.manager})
         except ApiError as err:
@@ -307,7 +308,8 @@ class TypeSync:
                                     offered: set[tuple[str, str]], report: TypeReport) -> None:
         meta = crd["metadata"]
         spec = crd.get("spec") or {}
-        group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+        group: Any = spec.get("group")
+        plural: Any = (spec.get("names") or {}).get("plural")
         imported = (meta.get("annotations") or {}).get(C.ORIGIN_ANNOTATION) == "imported"
         label = C.imported_from_label(self.syncer.cluster_name)
         if imported:
