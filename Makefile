@@ -19,6 +19,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 
 # etcd (Debian's etcd-server) for the etcd backend's tests and benchmarks; installed when missing.
 etcd:
@@ -28,6 +29,7 @@ etcd:
 
 test: $(STAMP) etcd
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP) etcd
