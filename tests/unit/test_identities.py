@@ -573,7 +573,7 @@ def test_the_constants_match_the_code() -> None:
     syncer = pytest.importorskip("fleetplane.fleet.syncer")
     assert ids.SYNCER_DEFAULT_RESOURCES == tuple(syncer.DEFAULT_RESOURCES)
     from fleetplane.fleet.cluster.paths import lease_name
-    from fleetplane.fleet.splitter import LEASE_NAME
+    from fleetplane.fleet.splitter.run import LEASE_NAME
     from fleetplane.kube import leaderelection as leader
 
     assert ids.SPLITTER_LEASE == LEASE_NAME

@@ -27,7 +27,7 @@ async def run_cluster_controller(options: ClusterControllerOptions, ctx: Control
 
 
 async def run_splitter(options: Mapping[str, Any], ctx: ControllerContext) -> None:
-    from .splitter import run_in_hub
+    from .splitter.run import run_in_hub
 
     await run_in_hub(ctx.kubeconfig, **options)
 

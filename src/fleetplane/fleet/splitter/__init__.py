@@ -2,81 +2,10 @@
 per-cluster Deployments, re-balances them, aggregates their status, explains its decisions, and
 runs ClusterDaemonSets the same way. See :mod:`.controller` and docs/placement.md.
 
-- ``fleetplane start`` runs it as a background task: :func:`run_in_hub`, through the fleet
+- ``fleetplane start`` runs it as a background task: :func:`.run.run_in_hub`, through the fleet
   plugin (:mod:`fleetplane.fleet.plugin`);
 - on its own: ``python -m fleetplane.fleet.splitter --kubeconfig HUB [--leader-elect]``.
 """
 
-from __future__ import annotations
-
-import asyncio
-import logging
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
-from ...kube.client import Client
-from ...kube.kubeconfig import ApiTarget
-from .controller import (
-    ANNOTATION_DECISION,
-    ANNOTATION_SPEC_HASH,
-    ANNOTATION_UNSCHEDULABLE,
-    LABEL_CLUSTER,
-    LABEL_OWNED_BY,
-    Splitter,
-    SplitterOptions,
-    child_name,
-)
-from .crd import CLUSTERDAEMONSET_CRD, clusterdaemonset_crd, crd_yaml
-
-__all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
-           "ANNOTATION_UNSCHEDULABLE", "CLUSTERDAEMONSET_CRD", "LABEL_CLUSTER", "LABEL_OWNED_BY",
-           "LEASE_NAME", "Splitter", "SplitterOptions", "child_name", "clusterdaemonset_crd",
-           "crd_yaml", "run", "run_in_hub"]
-
-log = logging.getLogger("fleetplane.fleet.splitter")
-
-#: the Lease (kube-system, in the kubeconfig's logical cluster) the splitter's replicas elect a leader with
-LEASE_NAME = "fleetplane-splitter"
-
-
-async def run(kubeconfig: str | Path | dict, *, context: str | None = None, leader_elect: bool = False,
-              options: SplitterOptions | None = None, on_started: Callable[[Splitter], Any] | None = None) -> None:
-    """Run the splitter against the hub until cancelled. With ``leader_elect`` (a kubeconfig path),
-    only while this process holds the Lease ``fleetplane-splitter`` in the kubeconfig's logical
-    cluster (``fleetplane.kube.leaderelection.run_as_leader``, as the Cluster controller): with several
-    hub replicas exactly one splits; losing the Lease cancels the work, which is safe (all state
-    is in the hub, the next leader starts from a fresh list)."""
-
-    async def work() -> None:
-        target = ApiTarget.from_kubeconfig(kubeconfig, context)
-        hub = Client(target.with_server(target.base), "fleetplane-splitter")  # paths carry /clusters/<lc>
-        try:
-            splitter = Splitter(hub, options)
-            if on_started is not None:
-                on_started(splitter)
-            await splitter.run()
-        finally:
-            await hub.close()
-
-    if not leader_elect:
-        await work()
-        return
-    if isinstance(kubeconfig, dict) or context is not None:
-        raise ValueError("leader election needs a kubeconfig file whose current context is the Lease's cluster")
-    from ...kube.leaderelection import run_as_leader
-
-    await run_as_leader(LEASE_NAME, kubeconfig, work)
-
-
-async def run_in_hub(kubeconfig_path: Path, **options: Any) -> None:
-    """The ``fleetplane start`` background task (:mod:`fleetplane.fleet.plugin`): the splitter in
-    the hub's process, under leader election (``leader_elect=False`` to run it unconditionally)."""
-    leader_elect = bool(options.pop("leader_elect", True))
-    try:
-        await run(kubeconfig_path, leader_elect=leader_elect, options=SplitterOptions(**options))
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("splitter stopped")
-        raise
+# Nothing is imported here, so that `fleetplane`'s command line can read .options without
+# loading the client libraries (as fleet/cluster/).

@@ -6,8 +6,8 @@ import sys
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-from . import LEASE_NAME, run
 from .options import STANDALONE_FLAGS, SplitterOptions
+from .run import LEASE_NAME, run
 
 
 class _Term:
