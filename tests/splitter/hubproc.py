@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fleetplane.fleet.cluster.options import ClusterControllerOptions
 from fleetplane.fleet.plugin import FleetPlugin
+from fleetplane.fleet.splitter.options import SplitterOptions
 from fleetplane.hub import Contributions, HubConfig, Plugin, run_hub
 from fleetplane.inventory.plugin import InventoryPlugin
 from fleetplane.logs import configure_logging
@@ -46,8 +47,9 @@ def main() -> None:
     p.add_argument("--no-splitter", action="store_true")
     args = p.parse_args()
     configure_logging("debug", "console")
-    splitter = None if args.no_splitter else dict(unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace,
-                                                  unschedulable_grace=args.unschedulable_grace, limit_ttl=args.limit_ttl)
+    splitter = None if args.no_splitter else SplitterOptions(
+        unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace, unschedulable_grace=args.unschedulable_grace,
+        limit_ttl=args.limit_ttl)
     cluster_controller: ClusterControllerOptions | None = None
     if args.cluster_controller:
         cluster_controller = ClusterControllerOptions(

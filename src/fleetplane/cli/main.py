@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -45,8 +44,8 @@ def _start(args: argparse.Namespace) -> int:
         cluster_controller=None if args.no_cluster_controller else from_args(
             ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
             cluster_profiles=not args.no_cluster_profiles),
-        splitter=None if args.no_splitter else dataclasses.asdict(
-            from_args(SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS)))
+        splitter=None if args.no_splitter else from_args(
+            SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,

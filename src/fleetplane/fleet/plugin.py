@@ -8,16 +8,15 @@ libraries take longer to import than the hub takes to start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from ..plugin import Contributions, Controller, ControllerContext
 from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .splitter.options import SplitterOptions
 
 
 async def run_cluster_controller(options: ClusterControllerOptions, ctx: ControllerContext) -> None:
@@ -26,20 +25,19 @@ async def run_cluster_controller(options: ClusterControllerOptions, ctx: Control
     await run_in_hub(ctx.kubeconfig, options)
 
 
-async def run_splitter(options: Mapping[str, Any], ctx: ControllerContext) -> None:
+async def run_splitter(options: SplitterOptions, ctx: ControllerContext) -> None:
     from .splitter.run import run_in_hub
 
-    await run_in_hub(ctx.kubeconfig, **options)
+    await run_in_hub(ctx.kubeconfig, options)
 
 
 @dataclass
 class FleetPlugin:
-    """``cluster_controller`` is the Cluster controller's options, ``splitter`` the splitter's
-    keyword options (:class:`~.splitter.SplitterOptions` fields plus ``leader_elect``); None not to
-    run that controller (its API is still served)."""
+    """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
+    controller (its API is still served)."""
 
     cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
-    splitter: Mapping[str, Any] | None = field(default_factory=dict)
+    splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
@@ -51,5 +49,5 @@ class FleetPlugin:
                                               partial(run_cluster_controller, self.cluster_controller),
                                               identities.CLUSTER_CONTROLLER))
         if self.splitter is not None:
-            hub.controllers.append(Controller("splitter", partial(run_splitter, dict(self.splitter)),
+            hub.controllers.append(Controller("splitter", partial(run_splitter, self.splitter),
                                               identities.SPLITTER))

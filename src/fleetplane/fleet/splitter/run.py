@@ -50,12 +50,11 @@ async def run(kubeconfig: str | Path | dict, *, context: str | None = None, lead
     await run_as_leader(LEASE_NAME, kubeconfig, work)
 
 
-async def run_in_hub(kubeconfig_path: Path, **options: Any) -> None:
+async def run_in_hub(kubeconfig_path: Path, options: SplitterOptions | None = None) -> None:
     """The ``fleetplane start`` background task (:mod:`fleetplane.fleet.plugin`): the splitter in
-    the hub's process, under leader election (``leader_elect=False`` to run it unconditionally)."""
-    leader_elect = bool(options.pop("leader_elect", True))
+    the hub's process, under leader election (one splitter among several hub replicas)."""
     try:
-        await run(kubeconfig_path, leader_elect=leader_elect, options=SplitterOptions(**options))
+        await run(kubeconfig_path, leader_elect=True, options=options)
     except asyncio.CancelledError:
         raise
     except Exception:
