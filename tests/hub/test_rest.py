@@ -179,3 +179,34 @@ def test_bad_input_gets_status_errors(hub: Hub, namespace: str):
     assert code == 404 and body["kind"] == "Status"
     _, listed = hub.json("GET", base)
     assert listed["items"] == []  # nothing half-written
+
+
+def test_concurrent_patches_without_resource_version_all_succeed(hub: Hub, namespace: str):
+    """A patch that does not pin a resourceVersion is re-applied to the fresh object when it loses a race
+    (kube's GuaranteedUpdate); only a patch carrying a stale resourceVersion conflicts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert hub.json("POST", base, cm("raced"))[0] == 201
+    kinds = {
+        "merge": ("application/merge-patch+json", lambda i: {"data": {f"m{i}": "x"}}),
+        "strategic": ("application/strategic-merge-patch+json", lambda i: {"data": {f"s{i}": "x"}}),
+        "json": ("application/json-patch+json", lambda i: [{"op": "add", "path": f"/data/j{i}", "value": "x"}]),
+        "apply": ("application/apply-patch+yaml", lambda i: {"apiVersion": "v1", "kind": "ConfigMap",
+                                                               "metadata": {"name": "raced"}, "data": {f"a{i}": "x"}}),
+    }
+
+    def patch(kind: str, i: int) -> int:
+        ctype, body = kinds[kind]
+        query = f"?fieldManager=m{i}" if kind == "apply" else ""
+        return hub.request("PATCH", f"{base}/raced{query}", body(i), content_type=ctype, timeout=60)[0]
+
+    jobs = [(kind, i) for i in range(25) for kind in kinds]
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        codes = list(pool.map(lambda job: patch(*job), jobs))
+    assert codes == [200] * len(jobs)
+    _, final = hub.json("GET", f"{base}/raced")
+    assert set(final["data"]) == {"k"} | {f"{kind[0]}{i}" for kind, i in jobs}
+    stale = {"metadata": {"resourceVersion": "1"}, "data": {"late": "x"}}
+    code, body = hub.json("PATCH", f"{base}/raced", stale, content_type="application/merge-patch+json")
+    assert (code, body["reason"]) == (409, "Conflict") and "the object has been modified" in body["message"]

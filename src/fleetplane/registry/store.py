@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
-from collections.abc import Callable
+import contextlib
+import random
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,32 @@ SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePe
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 MAX_UPDATE_RETRIES = 20
+
+
+class KeyLocks:
+    """One asyncio lock per object key, held only while a write to that key is in flight.
+
+    Read-mutate-write on one key is serialized inside a replica, so concurrent patches queue
+    instead of losing revision races to each other (and running out of retries); only writers
+    in other replicas can still race, and the retry loop covers those.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
 
 @dataclass
@@ -95,6 +123,7 @@ class GenericStore:
         self.cache = cache
         #: the admission chain every write meets, on every verb path (dry-run included)
         self.admission = admission or Chain()
+        self._locks = KeyLocks()
 
     # -- keys and presentation ------------------------------------------------------------
 
@@ -423,32 +452,36 @@ class GenericStore:
                                 managed: bool = True) -> dict[str, Any]:
         """Read, mutate, write guarded by the read's revision; retry on races the client did not pin."""
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
-        for _ in range(MAX_UPDATE_RETRIES):
-            cur = await self._current(rt, key) or self._default(rt, ctx.cluster, name)
-            if cur is None:
-                raise e.not_found(rt.group, rt.plural, name)
-            old = self.present(rt, cur.obj)
-            new = mutate(copy_obj(old))
-            new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
-            want = precondition_rv or (new_rv if patch else None)
-            if want and want != old["metadata"]["resourceVersion"]:
-                raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
-            result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
-            if result is None:  # nothing changed: no write, as kube
-                return old
-            review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)
-            await self.admission.admit(review)
-            await self.admission.validate(review)
-            try:
-                return await self._write_update(rt, ctx, key, result, old, cur.revision)
-            except RevisionMismatchError:
-                if want:
-                    raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK) from None
-                await asyncio.sleep(0)
-                continue
-            except KeyNotFoundError:
-                raise e.not_found(rt.group, rt.plural, name) from None
-        raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
+        async with self._locks.hold(key):
+            for attempt in range(MAX_UPDATE_RETRIES):
+                cur = await self._current(rt, key) or self._default(rt, ctx.cluster, name)
+                if cur is None:
+                    raise e.not_found(rt.group, rt.plural, name)
+                old = self.present(rt, cur.obj)
+                new = mutate(copy_obj(old))
+                new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
+                want = precondition_rv or (new_rv if patch else None)
+                if want and want != old["metadata"]["resourceVersion"]:
+                    raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
+                result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
+                if result is None:  # nothing changed: no write, as kube
+                    return old
+                review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)
+                await self.admission.admit(review)
+                await self.admission.validate(review)
+                try:
+                    return await self._write_update(rt, ctx, key, result, old, cur.revision)
+                except RevisionMismatchError:
+                    # Lost a race. A pinned resourceVersion (the request's, or one the patch itself sets)
+                    # fails on the next round's check against the fresh object; anything else is
+                    # re-applied to it, as kube's GuaranteedUpdate does.
+                    if precondition_rv:
+                        raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK) from None
+                    await asyncio.sleep(random.uniform(0, 0.002 * attempt))  # another replica: back off, jittered
+                    continue
+                except KeyNotFoundError:
+                    raise e.not_found(rt.group, rt.plural, name) from None
+            raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
     def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict[str, Any], old: dict[str, Any],
                         subresource: str, managed: bool) -> dict[str, Any] | None:
@@ -541,61 +574,62 @@ class GenericStore:
         if policy not in (None, "Background", "Foreground", "Orphan"):
             raise e.invalid_object("meta.k8s.io", "DeleteOptions", "", [e.not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"])])
         pre = options.get("preconditions") or {}
-        for _ in range(MAX_UPDATE_RETRIES):
-            cur = await self._current(rt, key)
-            if cur is None and self._default(rt, ctx.cluster, name) is not None:
-                raise e.forbidden_error(rt.group, rt.plural, name, "it is part of the bootstrap policy every logical "
-                                        "cluster shares; change it (which stores this cluster's own copy) instead")
-            if cur is None:
-                raise e.not_found(rt.group, rt.plural, name)
-            obj = copy_obj(cur.obj)
-            meta = obj["metadata"]
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {meta.get("uid")}')
-            if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-                raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: ResourceVersion in precondition: {pre["resourceVersion"]}, ResourceVersion in object meta: {meta.get("resourceVersion")}')
-            review = self._admission(DELETE, rt, ctx, name, None, obj, options=options)
-            await self.admission.admit(review)
-            await self.admission.validate(review)
-            finalizers = list(meta.get("finalizers") or [])
-            if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
-                finalizers.append(ORPHAN_FINALIZER)
-                finalizers = [f for f in finalizers if f != FOREGROUND_FINALIZER]
-            elif policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
-                finalizers.append(FOREGROUND_FINALIZER)
-                finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER]
-            elif policy == "Background" and meta.get("deletionTimestamp"):
-                finalizers = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
-            graceful = bool(finalizers) or not _no_spec_finalizers(obj)
-            if not graceful:
-                if not ctx.dry_run:
-                    try:
-                        await self.storage.delete(key, cur.revision)
-                    except RevisionMismatchError:
-                        continue
-                    except KeyNotFoundError:
-                        raise e.not_found(rt.group, rt.plural, name) from None
-                return self.present(rt, obj), 200, False
-            if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
-                return self.present(rt, obj), 200, True
-            if not meta.get("deletionTimestamp"):
-                meta["deletionTimestamp"] = now_rfc3339()
-                meta["deletionGracePeriodSeconds"] = 0
-                if rt.strategy.tracks_generation and meta.get("generation"):
-                    meta["generation"] = int(meta["generation"]) + 1
-            meta["finalizers"] = finalizers
-            if rt.kind == "Namespace" and not rt.group:
-                obj.setdefault("status", {})["phase"] = "Terminating"
-            rt.strategy.before_write(obj, cur.obj, ctx.cluster)
-            if ctx.dry_run:
-                return self.present(rt, obj), 200, True
-            try:
-                rev = await self.storage.update(key, self.encode_for_storage(rt, obj), cur.revision)
-            except RevisionMismatchError:
-                continue
-            meta["resourceVersion"] = str(rev)
-            return self.present(rt, obj), 202 if options.get("orphanDependents") is False else 200, True
-        raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
+        async with self._locks.hold(key):
+            for _ in range(MAX_UPDATE_RETRIES):
+                cur = await self._current(rt, key)
+                if cur is None and self._default(rt, ctx.cluster, name) is not None:
+                    raise e.forbidden_error(rt.group, rt.plural, name, "it is part of the bootstrap policy every logical "
+                                            "cluster shares; change it (which stores this cluster's own copy) instead")
+                if cur is None:
+                    raise e.not_found(rt.group, rt.plural, name)
+                obj = copy_obj(cur.obj)
+                meta = obj["metadata"]
+                if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                    raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: {meta.get("uid")}')
+                if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+                    raise e.conflict(rt.group, rt.plural, name, f'Precondition failed: ResourceVersion in precondition: {pre["resourceVersion"]}, ResourceVersion in object meta: {meta.get("resourceVersion")}')
+                review = self._admission(DELETE, rt, ctx, name, None, obj, options=options)
+                await self.admission.admit(review)
+                await self.admission.validate(review)
+                finalizers = list(meta.get("finalizers") or [])
+                if policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
+                    finalizers.append(ORPHAN_FINALIZER)
+                    finalizers = [f for f in finalizers if f != FOREGROUND_FINALIZER]
+                elif policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
+                    finalizers.append(FOREGROUND_FINALIZER)
+                    finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER]
+                elif policy == "Background" and meta.get("deletionTimestamp"):
+                    finalizers = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+                graceful = bool(finalizers) or not _no_spec_finalizers(obj)
+                if not graceful:
+                    if not ctx.dry_run:
+                        try:
+                            await self.storage.delete(key, cur.revision)
+                        except RevisionMismatchError:
+                            continue
+                        except KeyNotFoundError:
+                            raise e.not_found(rt.group, rt.plural, name) from None
+                    return self.present(rt, obj), 200, False
+                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
+                    return self.present(rt, obj), 200, True
+                if not meta.get("deletionTimestamp"):
+                    meta["deletionTimestamp"] = now_rfc3339()
+                    meta["deletionGracePeriodSeconds"] = 0
+                    if rt.strategy.tracks_generation and meta.get("generation"):
+                        meta["generation"] = int(meta["generation"]) + 1
+                meta["finalizers"] = finalizers
+                if rt.kind == "Namespace" and not rt.group:
+                    obj.setdefault("status", {})["phase"] = "Terminating"
+                rt.strategy.before_write(obj, cur.obj, ctx.cluster)
+                if ctx.dry_run:
+                    return self.present(rt, obj), 200, True
+                try:
+                    rev = await self.storage.update(key, self.encode_for_storage(rt, obj), cur.revision)
+                except RevisionMismatchError:
+                    continue
+                meta["resourceVersion"] = str(rev)
+                return self.present(rt, obj), 202 if options.get("orphanDependents") is False else 200, True
+            raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
     async def system_delete(self, key: str) -> None:
         """Remove a key whatever its finalizers (logical cluster teardown)."""
