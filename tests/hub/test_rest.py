@@ -210,3 +210,34 @@ def test_concurrent_patches_without_resource_version_all_succeed(hub: Hub, names
     stale = {"metadata": {"resourceVersion": "1"}, "data": {"late": "x"}}
     code, body = hub.json("PATCH", f"{base}/raced", stale, content_type="application/merge-patch+json")
     assert (code, body["reason"]) == (409, "Conflict") and "the object has been modified" in body["message"]
+
+
+def test_status_fields_in_metav1_order(hub: Hub, namespace: str):
+    """Some clients compare the raw text: kind, apiVersion, metadata, status, message, reason, details, code."""
+    _, _, raw = hub.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/missing")
+    assert list(json.loads(raw)) == ["kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"]
+
+
+def test_update_with_resource_version_zero_is_unconditional(hub: Hub, namespace: str):
+    """kube parses resourceVersion "0" as no precondition: a PUT (or patch) carrying it is not a Conflict."""
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert hub.json("POST", base, cm("zero"))[0] == 201
+    assert hub.json("PATCH", f"{base}/zero", {"data": {"k": "changed"}}, content_type="application/merge-patch+json")[0] == 200
+    code, updated = hub.json("PUT", f"{base}/zero", cm("zero", {"k": "put"}, resourceVersion="0"))
+    assert code == 200 and updated["data"] == {"k": "put"}
+    code, patched = hub.json("PATCH", f"{base}/zero", {"metadata": {"resourceVersion": "0"}, "data": {"p": "1"}},
+                             content_type="application/merge-patch+json")
+    assert code == 200 and patched["data"]["p"] == "1"
+
+
+def test_delete_of_a_service_account_answers_the_object(hub: Hub, namespace: str):
+    """kube's ServiceAccount registry returns the deleted object (typed clients decode a V1ServiceAccount)."""
+    base = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+    assert hub.json("POST", base, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gone"}})[0] == 201
+    code, body = hub.json("DELETE", f"{base}/gone")
+    assert code == 200 and body["kind"] == "ServiceAccount" and body["metadata"]["name"] == "gone"
+    code, body = hub.json("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/none")
+    assert code == 404
+    assert hub.json("POST", f"/api/v1/namespaces/{namespace}/configmaps", cm("plain"))[0] == 201
+    code, body = hub.json("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/plain")
+    assert (code, body["kind"], body["status"]) == (200, "Status", "Success")

@@ -122,10 +122,10 @@ class StatusError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         if self.details:
             body["details"] = self.details
+        body["code"] = self.code  # metav1.Status's field order: ... reason, details, code
         return body
 
 

@@ -381,6 +381,8 @@ class GenericStore:
         if body_name and body_name != name:
             raise e.bad_request(f'the name of the object ({body_name}) does not match the name on the URL ({name})')
         rv = obj["metadata"].get("resourceVersion")
+        if rv == "0":  # kube parses it as revision 0: no precondition, as when it is absent
+            rv = None
         if not rv and not rt.strategy.allow_unconditional_update:
             raise self._invalid(rt, obj, [e.invalid("metadata.resourceVersion", "0x0", "must be specified for an update")])
 
@@ -460,7 +462,7 @@ class GenericStore:
                 old = self.present(rt, cur.obj)
                 new = mutate(copy_obj(old))
                 new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
-                want = precondition_rv or (new_rv if patch else None)
+                want = precondition_rv or (new_rv if patch and new_rv != "0" else None)
                 if want and want != old["metadata"]["resourceVersion"]:
                     raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
                 result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
@@ -609,7 +611,7 @@ class GenericStore:
                             continue
                         except KeyNotFoundError:
                             raise e.not_found(rt.group, rt.plural, name) from None
-                    return self.present(rt, obj), 200, False
+                    return self.present(rt, obj), 200, rt.strategy.returns_deleted_object
                 if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
                     return self.present(rt, obj), 200, True
                 if not meta.get("deletionTimestamp"):

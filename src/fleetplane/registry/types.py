@@ -88,6 +88,9 @@ class Strategy:
     allow_unconditional_update = False
     #: status can only change through the /status subresource
     status_subresource = False
+    #: an immediate DELETE answers the deleted object, not a Status (kube's ReturnDeletedObject:
+    #: Pods, ServiceAccounts, ...)
+    returns_deleted_object = False
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         """Clear or default fields the client may not set on create."""

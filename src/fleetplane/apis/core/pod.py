@@ -45,6 +45,7 @@ class PodStrategy(Strategy):
     tracks_generation = False
     allow_unconditional_update = True
     status_subresource = True
+    returns_deleted_object = True
 
     def canonicalize(self, obj: dict) -> None:
         canonicalize_resources(obj.get("spec"), "Pod", "v1")

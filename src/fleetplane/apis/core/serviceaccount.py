@@ -8,13 +8,19 @@ from ...registry.types import ResourceType
 from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 
+class ServiceAccountStrategy(CoreStrategy):
+    """core/v1 ServiceAccount: a DELETE answers the deleted object, as kube's registry does."""
+
+    returns_deleted_object = True
+
+
 def _service_account_cells(o: dict, clock: Clock) -> list:
     return [pr.meta(o).get("name"), pr.length(o.get("secrets")), clock.since(pr.meta(o).get("creationTimestamp"))]
 
 
 def resource_types() -> list[ResourceType]:
     return [
-        ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, CoreStrategy(),
+        ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ServiceAccountStrategy(),
                      short_names=("sa",),
                      printer=Printer((NAME, Column("Secrets", description=(DEFINITIONS + "ServiceAccount", "secrets")),
                                       AGE), _service_account_cells),
