@@ -6,12 +6,14 @@ rendered like Go's ``strconv.Quote``, ``fmt`` and ``encoding/json`` would.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["bad_value", "go_label_selector", "go_quote", "go_string_map", "json_text", "format_float", "sprint_float"]
+__all__ = ["bad_value", "go_base64_decode", "is_go_base64", "go_label_selector", "go_quote", "go_string_map", "json_text", "format_float", "sprint_float"]
 
 
 def go_quote(s: str) -> str:
@@ -108,3 +110,17 @@ def go_label_selector(sel: Any) -> str:
     else:
         expr_text = "[]v1.LabelSelectorRequirement(nil)"
     return f"v1.LabelSelector{{MatchLabels:{go_string_map(sel.get('matchLabels'))}, MatchExpressions:{expr_text}}}"
+
+
+def go_base64_decode(s: str) -> bytes:
+    """A ``[]byte`` field as Go's encoding/json reads it: standard base64 whose line breaks
+    (``\r``, ``\n``) are skipped, as base64.StdEncoding does (the docs' PEM-wrapped Secrets)."""
+    return base64.b64decode(s.replace("\r", "").replace("\n", ""), validate=True)
+
+
+def is_go_base64(s: str) -> bool:
+    try:
+        go_base64_decode(s)
+    except (binascii.Error, ValueError):
+        return False
+    return True

@@ -4,11 +4,11 @@ into ``data`` (write-only), the Secret type immutable."""
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.gofmt import go_base64_decode, is_go_base64
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import META_FIELDS, ResourceType, field_getter
@@ -41,6 +41,10 @@ def _immutable_errors(obj: dict, old: dict, fields: tuple[str, ...]) -> list[Fie
 
 
 class ConfigMapStrategy(CoreStrategy):
+    def canonicalize(self, obj: dict) -> None:
+        super().canonicalize(obj)
+        _canonical_base64(obj.get("binaryData"))
+
     def validate(self, obj: dict) -> list[FieldError]:
         errs = super().validate(obj)
         data, binary = obj.get("data"), obj.get("binaryData")
@@ -62,15 +66,17 @@ class ConfigMapStrategy(CoreStrategy):
 
 
 def _check_base64(data: dict, path: str) -> list[FieldError]:
-    errs = []
+    return [e.invalid(f"{path}[{k}]", "<value>", "must be base64-encoded")
+            for k, v in data.items() if not (isinstance(v, str) and is_go_base64(v))]
+
+
+def _canonical_base64(data: object) -> None:
+    """Values decoded as Go decodes []byte (line breaks skipped) are stored as kube re-encodes them."""
+    if not isinstance(data, dict):
+        return
     for k, v in data.items():
-        try:
-            if not isinstance(v, str):
-                raise ValueError
-            base64.b64decode(v, validate=True)
-        except (ValueError, binascii.Error):
-            errs.append(e.invalid(f"{path}[{k}]", "<value>", "must be base64-encoded"))
-    return errs
+        if isinstance(v, str) and ("\n" in v or "\r" in v) and is_go_base64(v):
+            data[k] = base64.b64encode(go_base64_decode(v)).decode()
 
 
 class SecretStrategy(CoreStrategy):
@@ -84,6 +90,7 @@ class SecretStrategy(CoreStrategy):
                     data[k] = base64.b64encode(v.encode()).decode()
             obj["data"] = data
         obj.setdefault("type", "Opaque")
+        _canonical_base64(obj.get("data"))
 
     def validate(self, obj: dict) -> list[FieldError]:
         errs = super().validate(obj)

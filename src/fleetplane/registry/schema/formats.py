@@ -10,6 +10,8 @@ import ipaddress
 import re
 from collections.abc import Callable
 
+from ...apimachinery.gofmt import is_go_base64
+
 # Formats validated for CRDs (apiextensions validation/formats.go), normalized without "-".
 # Everything else (int32, int64, float, double, quantity, ...) is stripped, i.e. not validated.
 _SUPPORTED_FORMATS = frozenset(
@@ -51,7 +53,6 @@ _RX_HOSTNAME = re.compile(
 )
 _RX_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\Z")
 _RX_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
-_RX_BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})\Z")
 _RX_SSN = re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}\Z")
 _RX_HEXCOLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\Z")
 _RGB = r"\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*"
@@ -238,7 +239,7 @@ _FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
     "ssn": lambda s: bool(_RX_SSN.match(s)),
     "hexcolor": lambda s: bool(_RX_HEXCOLOR.match(s)),
     "rgbcolor": lambda s: bool(_RX_RGBCOLOR.match(s)),
-    "byte": lambda s: bool(_RX_BASE64.match(s)),
+    "byte": is_go_base64,  # strfmt decodes with base64.StdEncoding: line breaks skipped
     "password": lambda s: True,
     "date": _is_date,
     "duration": _is_duration,

@@ -6,7 +6,6 @@ Converts values the way kube's CEL sees them (UnstructuredToVal), runs transitio
 
 from __future__ import annotations
 
-import base64
 import binascii
 import datetime as _dt
 import re
@@ -14,6 +13,7 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, required
 
+from ...apimachinery.gofmt import go_base64_decode
 from ...apimachinery.jsonvalue import MISSING, deep_equal
 from .cel import _cel_error_text
 from .celengine import _cel
@@ -73,7 +73,7 @@ def _to_cel_scalar(v: Any, n: _Node) -> Any:
             return _dt.timedelta(seconds=secs) if secs is not None else v
         if f == "byte":
             try:
-                return base64.b64decode(v, validate=True)
+                return go_base64_decode(v)
             except (binascii.Error, ValueError):
                 return v
     return v
