@@ -241,3 +241,26 @@ def test_delete_of_a_service_account_answers_the_object(hub: Hub, namespace: str
     assert hub.json("POST", f"/api/v1/namespaces/{namespace}/configmaps", cm("plain"))[0] == 201
     code, body = hub.json("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/plain")
     assert (code, body["kind"], body["status"]) == (200, "Status", "Success")
+
+
+def test_websocket_upgrade_is_answered_with_a_status(hub: Hub, namespace: str):
+    """exec/attach/portforward over WebSocket on the hub (which serves no Pods) get kube's 404 Status
+    as the handshake's HTTP answer, and a 401 for a bad token, never a bare 500."""
+    import ssl
+
+    import websocket  # websocket-client, what the official kubernetes client streams with
+
+    url = hub.url.replace("https://", "wss://") + f"/api/v1/namespaces/{namespace}/pods/p/exec?command=ls&stdout=true"
+
+    def handshake(token: str) -> websocket.WebSocketBadStatusException:
+        try:
+            websocket.create_connection(url, header=[f"Authorization: Bearer {token}"], subprotocols=["v4.channel.k8s.io"],
+                                        sslopt={"ca_certs": str(hub.ca), "cert_reqs": ssl.CERT_REQUIRED}, timeout=10)
+        except websocket.WebSocketBadStatusException as exc:
+            return exc
+        raise AssertionError("the handshake was accepted")
+
+    refused = handshake(hub.token)
+    body = json.loads(refused.resp_body)
+    assert refused.status_code == 404 and (body["kind"], body["reason"]) == ("Status", "NotFound")
+    assert handshake("not-a-token").status_code == 401

@@ -104,6 +104,9 @@ class HubApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await self._upgrade(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         status = [500]
@@ -146,6 +149,27 @@ class HubApp:
             self.metrics.observe(req, info, status[0], time.perf_counter() - started)
             if audit[0] is not None:
                 self._audit_finish(audit[0], req, status[0], b"".join(response))
+
+    async def _upgrade(self, scope: dict, receive, send) -> None:
+        """A WebSocket upgrade goes through the same pipeline as the plain request. As Go's
+        server ignores an Upgrade header it does not serve, the answer is the plain response (a
+        Status for what fails: 401, 403, 404, ...), sent as the handshake's HTTP response (the ASGI
+        websocket.http.response extension), never a bare 500."""
+        if (await receive())["type"] != "websocket.connect":
+            return
+        can_answer = "websocket.http.response" in scope.get("extensions", {})
+
+        async def as_http_response(message: dict) -> None:
+            if not can_answer:  # the server cannot send an HTTP answer: refuse the handshake
+                if message["type"] == "http.response.start":
+                    await send({"type": "websocket.close", "code": 1008})
+                return
+            await send({**message, "type": "websocket." + message["type"]})
+
+        async def no_body() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        await self({**scope, "type": "http", "method": "GET"}, no_body, as_http_response)
 
     def _audit_begin(self, req: Request, info: RequestInfo) -> Any:
         """RequestReceived, as soon as the pipeline has authenticated (or refused) the request."""

@@ -308,7 +308,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         # the client CA, and then names the user (server.tls hands it to the pipeline).
         ssl_cert_reqs=ssl.CERT_OPTIONAL if opts.tls else ssl.CERT_NONE,
         ssl_ca_certs=str(creds.client_ca_cert) if opts.tls else None,
-        http=PeerCertProtocol if opts.tls else "httptools",
+        http=PeerCertProtocol if opts.tls else "httptools", ws="wsproto",
         timeout_keep_alive=30, proxy_headers=False, server_header=False, date_header=False,
     )
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
