@@ -139,3 +139,27 @@ def test_metrics_count_requests_and_open_watches(hub: Hub, namespace: str):
     assert watchers and float(watchers[0].split()[-1]) >= 1
     assert "fleetplane_logical_clusters" in text and "fleetplane_storage_revision" in text
     s.close()
+
+
+def test_legacy_watch_paths(hub: Hub, namespace: str):
+    """kube's deprecated /watch/ routes still serve watches (old clients and scripts use them); the
+    route with a name watches that one object."""
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("one", "two"):
+        assert hub.json("POST", base, cm(name))[0] == 201
+    everything = Stream(hub, f"/api/v1/watch/namespaces/{namespace}/configmaps")
+    just_one = Stream(hub, f"/api/v1/watch/namespaces/{namespace}/configmaps/one")
+    item_flag = Stream(hub, f"{base}/two?watch=true")
+    try:
+        assert sorted(names(everything.wait(2))) == [("ADDED", "one"), ("ADDED", "two")]
+        assert names(just_one.wait(1)) == [("ADDED", "one")]
+        assert names(item_flag.wait(1)) == [("ADDED", "two")]
+        for name in ("two", "one"):
+            assert hub.json("PATCH", f"{base}/{name}", {"data": {"k": "new"}}, content_type="application/merge-patch+json")[0] == 200
+        assert names(just_one.wait(2))[1] == ("MODIFIED", "one")  # "two"'s change, sent first, is not in it
+        assert names(item_flag.wait(2))[1] == ("MODIFIED", "two")
+        assert len(just_one.events) == 2 and len(everything.wait(4)) == 4
+    finally:
+        for s in (everything, just_one, item_flag):
+            s.close()
+    assert hub.json("GET", f"/api/v1/watch/namespaces/{namespace}/configmaps?fieldSelector=bogus=x")[0] == 400

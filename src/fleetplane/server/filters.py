@@ -29,7 +29,7 @@ def request_verb(req: Request, info: RequestInfo) -> str:
     if not info.is_resource:
         return method.lower()
     if method in ("GET", "HEAD"):
-        if req.flag("watch"):
+        if info.watch or req.flag("watch"):
             return "watch"
         return "get" if info.name else "list"
     if method == "DELETE":

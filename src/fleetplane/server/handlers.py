@@ -36,10 +36,13 @@ def field_selector_error(rt: ResourceType) -> str:
     return "field label not supported: {field}"
 
 
-def list_options(req: Request, rt: ResourceType, watch: bool = False) -> ListOptions:
+def list_options(req: Request, rt: ResourceType, watch: bool = False, name: str = "") -> ListOptions:
+    """The list or watch options of ``req``; a ``name`` (a watch of one object, kube's
+    ``.../watch/.../<name>`` route) becomes a ``metadata.name`` field requirement."""
     opts = ListOptions()
     opts.label_selector = LabelSelector.parse(req.param("labelSelector"))
-    opts.field_selector = FieldSelector.parse(req.param("fieldSelector"), rt.field_selectors, field_selector_error(rt))
+    fields = ",".join(f for f in (req.param("fieldSelector"), name and f"metadata.name={name}") if f)
+    opts.field_selector = FieldSelector.parse(fields, rt.field_selectors, field_selector_error(rt))
     limit = req.param("limit")
     if limit:
         try:
@@ -142,10 +145,10 @@ class ResourceHandler:
             await self.virtual(req, info, rt)
             return
         if method == "GET":
-            if info.name:
-                await self.get(req, info, rt)
-            elif req.flag("watch"):
+            if (info.watch or req.flag("watch")) and not info.subresource:
                 await self.watch(req, info, rt)
+            elif info.name:
+                await self.get(req, info, rt)
             else:
                 await self.list(req, info, rt)
         elif method == "POST" and not info.name:
@@ -193,7 +196,7 @@ class ResourceHandler:
         await respond(req, 200, await self.store.list_json(rt, ctx, opts))
 
     async def watch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
-        opts = list_options(req, rt, watch=True)
+        opts = list_options(req, rt, watch=True, name=info.name)
         await serve_watch(req, self.store, rt, make_context(req, info, rt), opts,
                           table=wants_table(req), include_object=include_object(req) if wants_table(req) else "",
                           bookmark_interval=self.bookmark_interval, watchers=self.watchers)

@@ -28,6 +28,8 @@ class RequestInfo:
     subresource: str = ""
     #: for non-resource paths: "/api", "/apis/<g>", "/openapi/v3/...", ...
     parts: tuple[str, ...] = ()
+    #: a legacy ``/api/v1/watch/...`` path (kube's deprecated watch routes): always a watch
+    watch: bool = False
 
 
 def split_cluster(raw_path: str) -> tuple[str, str]:
@@ -58,6 +60,9 @@ def parse(raw_path: str) -> RequestInfo:
             return info
         info.group, info.version = segs[1], segs[2]
         rest = segs[3:]
+    if rest[0] == "watch" and len(rest) > 1:
+        info.watch = True
+        rest = rest[1:]
     info.is_resource = True
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
         info.namespace = rest[1]
