@@ -264,3 +264,24 @@ def test_websocket_upgrade_is_answered_with_a_status(hub: Hub, namespace: str):
     body = json.loads(refused.resp_body)
     assert refused.status_code == 404 and (body["kind"], body["reason"]) == ("Status", "NotFound")
     assert handshake("not-a-token").status_code == 401
+
+
+def test_large_responses_are_gzipped_when_the_client_accepts_it(hub: Hub, namespace: str):
+    """kube compresses a response over 128 KiB for a client sending Accept-Encoding: gzip (kubectl and
+    client-go do), with Vary: Accept-Encoding; small responses and other clients get it plain."""
+    import gzip
+
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(3):
+        assert hub.json("POST", base, cm(f"big{i}", {"blob": "x" * 60_000}))[0] == 201
+    code, headers, raw = hub.request("GET", base, headers={"Accept-Encoding": "gzip"})
+    headers = {k.lower(): v for k, v in headers.items()}
+    assert code == 200 and headers["content-encoding"] == "gzip" and headers["vary"] == "Accept-Encoding"
+    assert int(headers["content-length"]) == len(raw) < 60_000
+    assert len(json.loads(gzip.decompress(raw))["items"]) == 3
+    code, headers, raw = hub.request("GET", base)
+    assert "content-encoding" not in {k.lower() for k in headers} and len(json.loads(raw)["items"]) == 3
+    code, headers, _ = hub.request("GET", f"{base}/big0", headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in {k.lower() for k in headers}
+    code, headers, _ = hub.request("GET", base, headers={"Accept-Encoding": "gzip;q=0, identity"})
+    assert "content-encoding" not in {k.lower() for k in headers}

@@ -6,6 +6,7 @@ framework's router would add a layer without removing any code; uvicorn does the
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,9 +116,26 @@ def _headers(content_type: str, extra: list[tuple[str, str]] | None, warnings: l
     return hs
 
 
+#: kube-apiserver gzips a response this large, when the client accepts it (the APIResponseCompression
+#: feature: responsewriters' defaultGzipThresholdBytes, at gzip's BestSpeed level)
+GZIP_THRESHOLD = 128 * 1024
+
+
+def accepts_gzip(req: Request) -> bool:
+    for token in req.headers.get("accept-encoding", "").split(","):
+        coding, _, params = token.strip().partition(";")
+        if coding.strip().lower() == "gzip" and params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000"):
+            return True
+    return False
+
+
 async def respond(req: Request, status: int, body: bytes, content_type: str = JSON,
                   extra: list[tuple[str, str]] | None = None) -> None:
     headers = _headers(content_type, extra, req.warnings)
+    if len(body) > GZIP_THRESHOLD and accepts_gzip(req):
+        compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # wbits 31: the gzip container
+        body = compressor.compress(body) + compressor.flush()
+        headers += [(b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding")]
     headers.append((b"content-length", str(len(body)).encode()))
     await req.send({"type": "http.response.start", "status": status, "headers": headers})
     await req.send({"type": "http.response.body", "body": body})
