@@ -285,3 +285,15 @@ def test_large_responses_are_gzipped_when_the_client_accepts_it(hub: Hub, namesp
     assert "content-encoding" not in {k.lower() for k in headers}
     code, headers, _ = hub.request("GET", base, headers={"Accept-Encoding": "gzip;q=0, identity"})
     assert "content-encoding" not in {k.lower() for k in headers}
+
+
+def test_discovery_carries_kube_storage_version_hashes(hub: Hub):
+    """storageVersionHash as kube-apiserver 1.32 serves it (values read from a real cluster's discovery),
+    on stored resources only: not on subresources, not on the create-only reviews."""
+    _, core = hub.json("GET", "/api/v1")
+    by_name = {r["name"]: r for r in core["resources"]}
+    assert by_name["configmaps"]["storageVersionHash"] == "qFsyl6wFWjQ="
+    assert by_name["namespaces"]["storageVersionHash"] == "Q3oi5N2YM8M="
+    assert "storageVersionHash" not in by_name["namespaces/status"]
+    _, authn = hub.json("GET", "/apis/authentication.k8s.io/v1")
+    assert all("storageVersionHash" not in r for r in authn["resources"])

@@ -8,14 +8,22 @@ created and its resources are served in the same revision.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable
 from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
-from .types import META_FIELDS, FieldGetter, PrinterColumn, ResourceType, ScaleSpec, Strategy, field_getter
+from .types import (
+    META_FIELDS,
+    FieldGetter,
+    PrinterColumn,
+    ResourceType,
+    ScaleSpec,
+    Strategy,
+    field_getter,
+    storage_version_hash,
+)
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 #: Kubernetes' API groups without a dot: CRDs may claim them, so that a physical cluster's
@@ -238,7 +246,7 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
             preferred=v is ordered[0],
-            storage_version_hash=hashlib.sha256(f"{spec['group']}/{storage_version}/{names['kind']}".encode()).hexdigest()[:11],
+            storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
         ))
     return out
 

@@ -11,6 +11,8 @@ are derived) and its protobuf message name.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -190,7 +192,7 @@ class ResourceType:
     crd_name: str = ""
     #: the group's preferred version when it has several
     preferred: bool = True
-    #: storage version hash for discovery
+    #: discovery's storageVersionHash (see :func:`storage_version_hash`); "" for a built-in: its own
     storage_version_hash: str = ""
     #: a virtual resource's own storage (``async create(ctx, obj) -> dict``): the access reviews,
     #: TokenReview and SelfSubjectReview are created, answered and never stored. None: the
@@ -252,3 +254,9 @@ class ResourceType:
 
     def storage_api_version(self) -> str:
         return f"{self.group}/{self.storage_version}" if self.group else self.storage_version
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """kube's discovery.StorageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind")
+    of the storage version; clients (the storage-version migrator) compare it to see a storage change."""
+    return base64.b64encode(hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]).decode()

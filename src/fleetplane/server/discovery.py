@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from ..registry.types import ResourceType
+from ..registry.types import ResourceType, storage_version_hash
 
 
 def aggregated_version(accept: str) -> str | None:
@@ -79,8 +79,8 @@ def api_resource_list(group: str, version: str, types: Iterable[ResourceType]) -
             entry["shortNames"] = list(rt.short_names)
         if rt.categories:
             entry["categories"] = list(rt.categories)
-        if rt.storage_version_hash:
-            entry["storageVersionHash"] = rt.storage_version_hash
+        if rt.rest is None:  # stored (the reviews are not): the storage version's hash, as kube
+            entry["storageVersionHash"] = rt.storage_version_hash or storage_version_hash(rt.group, rt.version, rt.kind)
         resources.append(entry)
         for sub in rt.subresources:
             sub_entry = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
