@@ -165,3 +165,27 @@ def test_table_responses(hub: Hub, cluster: str, namespace: str):
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
     code, _, raw = hub.request("GET", f"/api/v1/namespaces/{namespace}?includeObject=Bogus", headers={"Accept": accept})
     assert code == 400
+
+
+def test_deprecated_versions_warn_as_kube_does(hub: Hub, tmp_path):
+    """Every request for a deprecated version carries kube's Warning (kubectl prints it); a version's
+    own deprecationWarning replaces the default; other versions carry none."""
+    from ..harness import Kubectl
+
+    name = "dep-" + uuid.uuid4().hex[:8]
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    doc = crd(plural="deprecatedkinds", kind="DeprecatedKind", versions=[
+        {"name": "v1alpha1", "served": True, "storage": False, "deprecated": True, "deprecationWarning": "v1alpha1 is gone soon", "schema": schema},
+        {"name": "v1beta1", "served": True, "storage": False, "deprecated": True, "schema": schema},
+        {"name": "v1", "served": True, "storage": True, "schema": schema}])
+    assert hub.json("POST", f"/clusters/{name}{CRDS}", doc)[0] == 201
+    base = f"/clusters/{name}/apis/example.com"
+    code, headers, _ = hub.request("POST", f"{base}/v1beta1/namespaces/default/deprecatedkinds",
+                                   {"apiVersion": "example.com/v1beta1", "kind": "DeprecatedKind", "metadata": {"name": "d"}})
+    assert code == 201
+    assert {k.lower(): v for k, v in headers.items()}["warning"] == '299 - "example.com/v1beta1 DeprecatedKind is deprecated; use example.com/v1 DeprecatedKind"'
+    assert hub.request("GET", f"{base}/v1alpha1/namespaces/default/deprecatedkinds")[1]["warning"] == '299 - "v1alpha1 is gone soon"'
+    assert "warning" not in hub.request("GET", f"{base}/v1/namespaces/default/deprecatedkinds")[1]
+    kubectl = Kubectl(hub.kubeconfig_for(name, tmp_path))
+    result = kubectl("get", "deprecatedkinds.v1beta1.example.com", "-n", "default")
+    assert "Warning: example.com/v1beta1 DeprecatedKind is deprecated; use example.com/v1 DeprecatedKind" in result.err

@@ -247,12 +247,27 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
             preferred=v is ordered[0],
             storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
+            warning=_deprecation_warning(v, spec, names["kind"]),
         ))
     return out
 
 
 def _json_path_getter(path: str) -> FieldGetter:
     return field_getter(*(p for p in path.lstrip(".").split(".") if p))
+
+
+def _deprecation_warning(version: dict[str, Any], spec: dict[str, Any], kind: str) -> str:
+    """The Warning a deprecated version's requests carry: its own text, or kube's default naming
+    the highest-priority served, non-deprecated version above it."""
+    if not version.get("deprecated"):
+        return ""
+    if version.get("deprecationWarning") is not None:
+        return str(version["deprecationWarning"])
+    name, group = version["name"], spec["group"]
+    text = f"{group}/{name} {kind} is deprecated"
+    better = sorted((v["name"] for v in spec["versions"] if v.get("served") and not v.get("deprecated")
+                     and _version_priority(v["name"]) < _version_priority(name)), key=_version_priority)
+    return f"{text}; use {group}/{better[0]} {kind}" if better else text
 
 
 def _version_priority(v: str) -> tuple[int, int, int, str]:

@@ -192,6 +192,8 @@ class ResourceType:
     crd_name: str = ""
     #: the group's preferred version when it has several
     preferred: bool = True
+    #: a Warning header every request for this type carries (a deprecated CRD version)
+    warning: str = ""
     #: discovery's storageVersionHash (see :func:`storage_version_hash`); "" for a built-in: its own
     storage_version_hash: str = ""
     #: a virtual resource's own storage (``async create(ctx, obj) -> dict``): the access reviews,

@@ -133,6 +133,8 @@ class ResourceHandler:
             rt = self.registry.catalog.lookup(info.cluster, info.group, info.version, info.resource)
         if rt is None or (info.namespace and not rt.namespaced) or (info.subresource and info.subresource not in rt.subresources):
             raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        if rt.warning:
+            req.warnings.append(rt.warning)
         method = req.method
         if info.cluster == "*":
             if method != "GET" or info.name:
