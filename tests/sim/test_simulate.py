@@ -343,3 +343,31 @@ def test_restart_keeps_state_and_converges(tmp_path):
         assert _rows(k("get", "deploy").out)[1][:4] == ["app", "5/5", "5", "5"]
     finally:
         assert s2.stop() == 0, s2.logs()
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"},
+       "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}], "volumes": [{"name": "scratch"}]}}
+
+
+def test_pod_defaulting_and_disabled_admission_plugins(sim: Sim, ns: str, tmp_path):
+    """A volume with no source defaults to emptyDir (SetDefaults_Volume); the ServiceAccount and
+    DefaultTolerationSeconds plugins default a Pod unless --disable-admission-plugins turns them off,
+    as kube's own test/cmd runs its apiserver."""
+    code, pod = sim.json("POST", f"/api/v1/namespaces/{ns}/pods", POD)
+    assert code == 201, pod
+    assert pod["spec"]["volumes"][0] == {"name": "scratch", "emptyDir": {}}
+    assert pod["spec"]["serviceAccountName"] == "default"
+    assert {t["key"] for t in pod["spec"]["tolerations"]} == {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+    bare = Sim(tmp_path / "bare", name="bare", nodes=1,
+               extra=["--disable-admission-plugins", "ServiceAccount,DefaultTolerationSeconds"]).start()
+    try:
+        code, pod = bare.json("POST", "/api/v1/namespaces/default/pods", POD)
+        assert code == 201, pod
+        assert "serviceAccountName" not in pod["spec"] and "tolerations" not in pod["spec"]
+        assert pod["spec"]["volumes"][0] == {"name": "scratch", "emptyDir": {}}
+    finally:
+        assert bare.stop() == 0, bare.logs()
+    wrong = Sim(tmp_path / "wrong", name="wrong", nodes=1, extra=["--disable-admission-plugins", "NoSuchPlugin"])
+    wrong.start(wait=False)
+    assert wrong.proc is not None and wrong.proc.wait(timeout=60) != 0
+    assert "unknown admission plugins ['NoSuchPlugin']" in wrong.logs()

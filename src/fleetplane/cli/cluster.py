@@ -60,6 +60,10 @@ def _labels(value: str) -> dict[str, str]:
     return out
 
 
+def comma_separated(value: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in value.split(",") if n.strip())
+
+
 def _seconds(value: str) -> float:
     try:
         s = float(value)
@@ -96,6 +100,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="how long a scheduled pod stays ContainerCreating before it is Running and Ready (default 1)")
     sim.add_argument("--heartbeat-interval", type=_seconds, default=10.0, metavar="SECONDS",
                      help="how often the kubelets renew their node leases (default 10, as kube)")
+    sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
+                     help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
+                          "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
     sim.set_defaults(func=run_simulate)
     return cluster
 
@@ -106,7 +113,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     run(SimOptions(name=args.name, data_dir=Path(args.data_dir or f".fleetplane-{args.name}"), bind=args.bind,
                    port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
-                   kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0)))
+                   kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
+                   disable_admission_plugins=args.disable_admission_plugins))
     return 0
 
 

@@ -14,6 +14,7 @@ from ..fleet.splitter.options import SplitterOptions
 from ..kube.options import add_arguments, from_args
 from ..logs import configure_logging
 from .cluster import add_parser as add_cluster_parser
+from .cluster import comma_separated
 from .inventory import add_parser as add_inventory_parser
 from .kubeconfig import add_parser as add_kubeconfig_parser
 from .placement import add_parser as add_placement_parser
@@ -57,7 +58,8 @@ def _start(args: argparse.Namespace) -> int:
                       service_account_max_token_expiration=args.service_account_max_token_expiration,
                       service_account_issuer=args.service_account_issuer,
                       encryption_provider_config=args.encryption_provider_config,
-                      audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file),
+                      audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
+                      disable_admission_plugins=args.disable_admission_plugins),
             plugins)
     return 0
 
@@ -88,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
                        help="encrypt resources (Secrets) at rest: kube's EncryptionConfiguration format (aesgcm, aescbc, secretbox, identity)")
     start.add_argument("--audit-log-path", metavar="FILE", help="write audit.k8s.io/v1 Events as JSON lines here")
     start.add_argument("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
+    start.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
+                       help="admission plugins to turn off, as kube-apiserver's flag")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
     start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",

@@ -99,6 +99,8 @@ class HubConfig:
     encryption_provider_config: str | None = None
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
+    #: kube's --disable-admission-plugins: plugin names (e.g. ServiceAccount, DefaultTolerationSeconds)
+    disable_admission_plugins: tuple[str, ...] = ()
 
 
 class _Server(uvicorn.Server):
@@ -285,6 +287,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
+    registry.store.admission.disable(opts.disable_admission_plugins)
     audit = None
     if opts.audit_log_path:
         # without a policy file, every request at Metadata (kube audits nothing without one)

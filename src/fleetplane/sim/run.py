@@ -53,12 +53,16 @@ class SimOptions:
     labels: dict[str, str] = field(default_factory=dict)
     kubelet_delay: float = 1.0
     heartbeat_interval: float = 10.0
+    #: as kube-apiserver's flag: e.g. ServiceAccount and DefaultTolerationSeconds, for a cluster whose
+    #: Pods should be stored as sent (kube's own test/cmd runs its apiserver so)
+    disable_admission_plugins: tuple[str, ...] = ()
 
 
 def server_config(sim: SimOptions) -> HubConfig:
     """The hub's server as a physical cluster: its own version string; no inventory plugin (the
     fleet's ClusterProfile API lives on the hub, not on member clusters)."""
-    return HubConfig(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION)
+    return HubConfig(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION,
+                     disable_admission_plugins=sim.disable_admission_plugins)
 
 
 @dataclass

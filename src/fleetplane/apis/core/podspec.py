@@ -86,6 +86,8 @@ def default_pod_spec(spec: Any) -> None:
     for v in spec.get("volumes") or []:
         if not isinstance(v, dict):
             continue
+        if all(k == "name" or v[k] is None for k in v):  # SetDefaults_Volume: no source is an emptyDir
+            v["emptyDir"] = {}
         for kind in _MODE_VOLUMES:
             if isinstance(v.get(kind), dict):
                 v[kind].setdefault("defaultMode", 420)

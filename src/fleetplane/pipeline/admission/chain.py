@@ -98,6 +98,14 @@ class Chain:
     def names(self) -> Sequence[str]:
         return [p.name for p in self.plugins]
 
+    def disable(self, names: Iterable[str]) -> None:
+        """kube's --disable-admission-plugins: drop the named plugins; a name no plugin has is an error."""
+        names = set(names)
+        if unknown := names - set(self.names()):
+            raise ValueError(f"--disable-admission-plugins: unknown admission plugins {sorted(unknown)} "
+                             f"(this server runs {', '.join(self.names())})")
+        self.plugins = [p for p in self.plugins if p.name not in names]
+
     async def admit(self, req: Request) -> None:
         for p in self.plugins:
             if req.operation in p.operations:
