@@ -371,3 +371,21 @@ def test_pod_defaulting_and_disabled_admission_plugins(sim: Sim, ns: str, tmp_pa
     wrong.start(wait=False)
     assert wrong.proc is not None and wrong.proc.wait(timeout=60) != 0
     assert "unknown admission plugins ['NoSuchPlugin']" in wrong.logs()
+
+
+def test_managed_fields_are_what_the_client_sent_not_admission_defaults(kubectl: Kubectl, sim: Sim, ns: str):
+    """kube computes managedFields before mutating admission: the creating manager owns the fields
+    it sent (and the type's defaults), not serviceAccountName, tolerations or priority, so a later
+    server-side apply of the same manifest (kubectl's client-side to server-side upgrade) is accepted."""
+    manifest = json.dumps({**POD, "metadata": {"name": "owned"}, "spec": {**POD["spec"], "volumes": []}})
+    kubectl("apply", "-f", "-", stdin=manifest)
+    pod = kubectl.get_json("pod", "owned", "--show-managed-fields")
+    owned = next(m for m in pod["metadata"]["managedFields"] if m["manager"] == "kubectl-client-side-apply")
+    spec_fields = set(owned["fieldsV1"]["f:spec"])
+    assert "f:containers" in spec_fields and "f:dnsPolicy" in spec_fields  # sent, and a type default
+    assert not spec_fields & {"f:serviceAccountName", "f:serviceAccount", "f:tolerations", "f:priority"}
+    assert pod["spec"]["serviceAccountName"] == "default" and pod["spec"]["tolerations"]
+    result = kubectl("apply", "--server-side", "-f", "-", stdin=manifest)
+    assert "serverside-applied" in result.out
+    again = kubectl.get_json("pod", "owned")
+    assert again["spec"]["serviceAccountName"] == "default" and again["spec"]["tolerations"] == pod["spec"]["tolerations"]

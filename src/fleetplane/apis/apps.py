@@ -114,7 +114,7 @@ class _WorkloadStrategy(Strategy):
 class DeploymentStrategy(_WorkloadStrategy):
     kind = "Deployment"
 
-    def _default(self, obj: dict) -> None:
+    def default(self, obj: dict) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
@@ -136,11 +136,9 @@ class DeploymentStrategy(_WorkloadStrategy):
     def prepare_for_create(self, obj: dict) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {}  # a Go struct: always there, empty until the controller writes it
-        self._default(obj)
 
     def prepare_for_update(self, obj: dict, old: dict) -> None:
         super().prepare_for_update(obj, old)
-        self._default(obj)
 
     def spec_changed(self, obj: dict, old: dict) -> bool:
         """kube: spec changes and annotation changes bump generation (annotations are copied to the
@@ -185,7 +183,7 @@ class DeploymentStrategy(_WorkloadStrategy):
 class ReplicaSetStrategy(_WorkloadStrategy):
     kind = "ReplicaSet"
 
-    def _default(self, obj: dict) -> None:
+    def default(self, obj: dict) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
             spec.setdefault("replicas", 1)
@@ -194,11 +192,9 @@ class ReplicaSetStrategy(_WorkloadStrategy):
     def prepare_for_create(self, obj: dict) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"replicas": 0}  # replicas has no omitempty
-        self._default(obj)
 
     def prepare_for_update(self, obj: dict, old: dict) -> None:
         super().prepare_for_update(obj, old)
-        self._default(obj)
 
     def validate(self, obj: dict) -> list[FieldError]:
         return self._validate_common(obj)

@@ -332,7 +332,15 @@ class GenericStore:
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
+        rt.strategy.default(obj)
         self._prune_and_default(rt, ctx, obj)
+        now = now_rfc3339()
+        if fields_owned and ctx.manager:
+            # Before admission, as kube's create handler: the manager owns what it sent (with the
+            # type's defaults), not what mutating admission adds (a Pod's serviceAccountName, ...).
+            obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
+                                            now=now, list_type_at=rt.list_type_at)
+            meta = obj["metadata"]
         review = self._admission(CREATE, rt, ctx, str(meta.get("name") or ""), obj, None)
         await self.admission.admit(review)
         rt.strategy.prepare_for_create(obj)
@@ -340,17 +348,14 @@ class GenericStore:
         if errs:
             raise self._invalid(rt, obj, errs)
         await self.admission.validate(review)
+        meta = obj["metadata"]
         meta["uid"] = new_uid()
-        meta["creationTimestamp"] = now_rfc3339()
+        meta["creationTimestamp"] = now
         if rt.strategy.tracks_generation:
             meta["generation"] = 1
         if not isinstance(meta.get("annotations"), dict):
             meta["annotations"] = {}
         meta["annotations"][CLUSTER_ANNOTATION] = ctx.cluster
-        if fields_owned and ctx.manager:
-            obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
-                                            now=meta["creationTimestamp"], list_type_at=rt.list_type_at)
-            meta = obj["metadata"]
         rt.strategy.before_write(obj, None, ctx.cluster)
         if ctx.dry_run:
             return self.present(rt, obj)
@@ -524,6 +529,7 @@ class GenericStore:
             meta = new["metadata"]
         else:
             rt.strategy.canonicalize(new)
+            rt.strategy.default(new)
             self._prune_and_default(rt, ctx, new)
             rt.strategy.prepare_for_update(new, old)
         errs = self._validate(rt, ctx, new, old)

@@ -138,6 +138,10 @@ class Strategy:
     def canonicalize(self, obj: dict[str, Any]) -> None:
         """Normalize a stored form (e.g. Secret stringData folded into data)."""
 
+    def default(self, obj: dict[str, Any]) -> None:
+        """The type's scheme defaults (kube's SetDefaults_*, applied as a body is decoded): set
+        before managedFields are computed and before admission sees the object."""
+
     def on_read(self, obj: dict[str, Any]) -> None:
         """Adjust an object as it is served (e.g. defaulting on read for CRs)."""
 

@@ -50,7 +50,7 @@ class PodStrategy(Strategy):
     def canonicalize(self, obj: dict) -> None:
         canonicalize_resources(obj.get("spec"), "Pod", "v1")
 
-    def _default(self, obj: dict) -> None:
+    def default(self, obj: dict) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
@@ -59,7 +59,6 @@ class PodStrategy(Strategy):
         spec.setdefault("enableServiceLinks", True)
 
     def prepare_for_create(self, obj: dict) -> None:
-        self._default(obj)
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
@@ -76,7 +75,6 @@ class PodStrategy(Strategy):
 
     def prepare_for_update(self, obj: dict, old: dict) -> None:
         super().prepare_for_update(obj, old)
-        self._default(obj)
         new_spec, old_spec = obj.get("spec"), old.get("spec") or {}
         if not isinstance(new_spec, dict):
             return
