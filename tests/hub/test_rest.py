@@ -297,3 +297,38 @@ def test_discovery_carries_kube_storage_version_hashes(hub: Hub):
     assert "storageVersionHash" not in by_name["namespaces/status"]
     _, authn = hub.json("GET", "/apis/authentication.k8s.io/v1")
     assert all("storageVersionHash" not in r for r in authn["resources"])
+
+
+def test_events_are_one_store_seen_through_both_apis(hub: Hub, namespace: str):
+    """core/v1 and events.k8s.io/v1 Events cohabit as in kube: written through one API, read, listed,
+    selected and watched through the other, converted field by field."""
+    core = f"/api/v1/namespaces/{namespace}/events"
+    new = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+    pod = {"kind": "Pod", "namespace": namespace, "name": "web-0", "apiVersion": "v1"}
+    code, _ = hub.json("POST", core, {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "old-style"},
+                                      "involvedObject": pod, "reason": "Started", "message": "started container",
+                                      "type": "Normal", "source": {"component": "kubelet"}, "count": 2,
+                                      "firstTimestamp": "2026-12-01T10:00:00Z", "lastTimestamp": "2026-12-01T10:05:00Z"})
+    assert code == 201
+    code, _ = hub.json("POST", new, {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "new-style"},
+                                     "regarding": {**pod, "name": "web-1"}, "reason": "Scheduled", "note": "assigned to node-a",
+                                     "type": "Normal", "action": "Binding", "reportingController": "default-scheduler",
+                                     "reportingInstance": "scheduler-1", "eventTime": "2026-12-01T10:00:00.000000Z"})
+    assert code == 201
+    _, as_new = hub.json("GET", f"{new}/old-style")
+    assert (as_new["apiVersion"], as_new["regarding"]["name"], as_new["note"], as_new["deprecatedCount"]) == \
+        ("events.k8s.io/v1", "web-0", "started container", 2)
+    assert as_new["deprecatedSource"] == {"component": "kubelet"} and "message" not in as_new and "involvedObject" not in as_new
+    _, as_core = hub.json("GET", f"{core}/new-style")
+    assert (as_core["apiVersion"], as_core["involvedObject"]["name"], as_core["message"], as_core["reportingComponent"]) == \
+        ("v1", "web-1", "assigned to node-a", "default-scheduler")
+    assert {i["metadata"]["name"] for i in hub.json("GET", core)[1]["items"]} == {"old-style", "new-style"}
+    _, selected = hub.json("GET", f"{new}?fieldSelector=regarding.name=web-1")
+    assert [i["metadata"]["name"] for i in selected["items"]] == ["new-style"]
+    _, selected = hub.json("GET", f"{core}?fieldSelector=involvedObject.name=web-1")
+    assert [i["metadata"]["name"] for i in selected["items"]] == ["new-style"]
+    code, patched = hub.json("PATCH", f"{new}/old-style", {"note": "restarted"}, content_type="application/merge-patch+json")
+    assert code == 200 and patched["note"] == "restarted"
+    assert hub.json("GET", f"{core}/old-style")[1]["message"] == "restarted"
+    assert hub.json("DELETE", f"{new}/new-style")[0] == 200
+    assert hub.json("GET", f"{core}/new-style")[0] == 404

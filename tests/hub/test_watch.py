@@ -163,3 +163,18 @@ def test_legacy_watch_paths(hub: Hub, namespace: str):
         for s in (everything, just_one, item_flag):
             s.close()
     assert hub.json("GET", f"/api/v1/watch/namespaces/{namespace}/configmaps?fieldSelector=bogus=x")[0] == 400
+
+
+def test_a_watch_on_events_k8s_io_sees_core_events(hub: Hub, namespace: str):
+    """One store for both Event APIs: a core/v1 Event reaches an events.k8s.io/v1 watch, converted."""
+    s = Stream(hub, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events?watch=true")
+    try:
+        code, _ = hub.json("POST", f"/api/v1/namespaces/{namespace}/events",
+                           {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "seen"}, "message": "hello",
+                            "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": namespace}})
+        assert code == 201
+        event = s.wait(1)[0]
+        assert event["type"] == "ADDED" and event["object"]["apiVersion"] == "events.k8s.io/v1"
+        assert (event["object"]["note"], event["object"]["regarding"]["name"]) == ("hello", "c")
+    finally:
+        s.close()

@@ -129,14 +129,18 @@ class GenericStore:
 
     @staticmethod
     def key(rt: ResourceType, cluster: str, namespace: str, name: str) -> str:
-        return keys.object_key(rt.group, rt.plural, cluster, namespace if rt.namespaced else "", name)
+        stored = rt.stored_as or rt
+        return keys.object_key(stored.group, stored.plural, cluster, namespace if rt.namespaced else "", name)
 
     @staticmethod
     def prefix(rt: ResourceType) -> str:
-        return keys.resource_prefix(rt.group, rt.plural)
+        stored = rt.stored_as or rt
+        return keys.resource_prefix(stored.group, stored.plural)
 
     def present(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """The object as served in ``rt``'s version (stored objects are never mutated)."""
+        if rt.stored_as is not None and obj.get("apiVersion") == rt.stored_as.api_version:
+            return rt.stored_as.from_storage(obj)
         if rt.custom or obj.get("apiVersion") != rt.api_version:
             obj = copy_obj(obj)
             obj["apiVersion"] = rt.api_version
@@ -166,6 +170,10 @@ class GenericStore:
 
     @staticmethod
     def encode_for_storage(rt: ResourceType, obj: dict[str, Any]) -> bytes:
+        if rt.stored_as is not None:
+            stored = rt.stored_as.to_storage(obj)
+            stored["metadata"] = {k: v for k, v in stored["metadata"].items() if k != "resourceVersion"}
+            return orjson.dumps(stored)
         meta = obj["metadata"]
         rv = meta.pop("resourceVersion", None)
         stored_version = obj.get("apiVersion")

@@ -154,6 +154,20 @@ class CreateOnly:
         self.create = create
 
 
+@dataclass(frozen=True)
+class StoredAs:
+    """A kind kept in another kind's storage, converted on the way in and out (kube's cohabitating
+    resources: an events.k8s.io/v1 Event is a core/v1 Event in storage, so either API sees every
+    Event). Field selectors of the cohabiting kind read the stored form."""
+
+    group: str
+    plural: str
+    #: the stored form's apiVersion
+    api_version: str
+    to_storage: Callable[[dict[str, Any]], dict[str, Any]]
+    from_storage: Callable[[dict[str, Any]], dict[str, Any]]
+
+
 @dataclass
 class ResourceType:
     group: str
@@ -196,6 +210,8 @@ class ResourceType:
     crd_name: str = ""
     #: the group's preferred version when it has several
     preferred: bool = True
+    #: kept in another kind's storage (see :class:`StoredAs`); None: its own
+    stored_as: StoredAs | None = None
     #: a Warning header every request for this type carries (a deprecated CRD version)
     warning: str = ""
     #: discovery's storageVersionHash (see :func:`storage_version_hash`); "" for a built-in: its own

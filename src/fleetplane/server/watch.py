@@ -137,7 +137,7 @@ class _Encoder:
         self.table = table
         self.include_object = include_object
         self.headers_sent = False
-        self.plain = not table and not rt.custom
+        self.plain = not table and not rt.custom and rt.stored_as is None  # the stored bytes as they are
 
     def _object_bytes(self, co: CachedObject) -> bytes:
         if self.table:
