@@ -389,3 +389,28 @@ def test_managed_fields_are_what_the_client_sent_not_admission_defaults(kubectl:
     assert "serverside-applied" in result.out
     again = kubectl.get_json("pod", "owned")
     assert again["spec"]["serviceAccountName"] == "default" and again["spec"]["tolerations"] == pod["spec"]["tolerations"]
+
+
+def test_pod_deletion_is_graceful_and_the_kubelet_finishes_it(sim: Sim, ns: str, kubectl: Kubectl):
+    """DELETE of a running Pod answers the Pod with deletionTimestamp and its grace period (kube's
+    ReturnDeletedObject); the kubelet stops its containers and removes it; an unscheduled Pod and a
+    --grace-period=0 --force delete go at once."""
+    sim_pod = {**POD, "metadata": {"name": "graceful"}, "spec": {**POD["spec"], "volumes": [], "terminationGracePeriodSeconds": 20}}
+    assert sim.json("POST", f"/api/v1/namespaces/{ns}/pods", sim_pod)[0] == 201
+    wait_for(lambda: sim.json("GET", f"/api/v1/namespaces/{ns}/pods/graceful")[1]["status"].get("phase") == "Running", 30,
+             what="the pod to run")
+    code, deleting = sim.json("DELETE", f"/api/v1/namespaces/{ns}/pods/graceful")
+    assert code == 200 and deleting["kind"] == "Pod"
+    assert deleting["metadata"]["deletionGracePeriodSeconds"] == 20 and deleting["metadata"]["deletionTimestamp"]
+    wait_for(lambda: sim.json("GET", f"/api/v1/namespaces/{ns}/pods/graceful")[0] == 404, 30, what="the kubelet to finish the pod")
+    events = [e for e in _events(kubectl) if e.get("involvedObject", {}).get("name") == "graceful"]
+    assert any(e["reason"] == "Started" for e in events)
+    unscheduled = {**sim_pod, "metadata": {"name": "nowhere"}, "spec": {**sim_pod["spec"], "nodeSelector": {"no": "such-node"}}}
+    assert sim.json("POST", f"/api/v1/namespaces/{ns}/pods", unscheduled)[0] == 201
+    code, gone = sim.json("DELETE", f"/api/v1/namespaces/{ns}/pods/nowhere")
+    assert code == 200 and "deletionTimestamp" not in gone["metadata"]
+    assert sim.json("GET", f"/api/v1/namespaces/{ns}/pods/nowhere")[0] == 404
+    assert sim.json("POST", f"/api/v1/namespaces/{ns}/pods", {**sim_pod, "metadata": {"name": "forced"}})[0] == 201
+    wait_for(lambda: sim.json("GET", f"/api/v1/namespaces/{ns}/pods/forced")[1]["spec"].get("nodeName"), 30, what="scheduling")
+    kubectl("delete", "pod", "forced", "--grace-period=0", "--force")
+    assert sim.json("GET", f"/api/v1/namespaces/{ns}/pods/forced")[0] == 404

@@ -13,6 +13,7 @@ import base64
 import builtins
 import contextlib
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError, StatusError
 from ..apimachinery.fields import FieldSelector
 from ..apimachinery.labels import LabelSelector
-from ..apimachinery.metatime import now_rfc3339
+from ..apimachinery.metatime import now_rfc3339, parse_time
 from ..pipeline.admission.chain import CREATE, DELETE, UPDATE, Chain
 from ..pipeline.admission.chain import Request as AdmissionRequest
 from ..pipeline.user import UserInfo
@@ -616,7 +617,8 @@ class GenericStore:
                     finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER]
                 elif policy == "Background" and meta.get("deletionTimestamp"):
                     finalizers = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
-                graceful = bool(finalizers) or not _no_spec_finalizers(obj)
+                grace = _grace_period(rt, obj, options)
+                graceful = bool(finalizers) or not _no_spec_finalizers(obj) or grace > 0
                 if not graceful:
                     if not ctx.dry_run:
                         try:
@@ -626,12 +628,16 @@ class GenericStore:
                         except KeyNotFoundError:
                             raise e.not_found(rt.group, rt.plural, name) from None
                     return self.present(rt, obj), 200, rt.strategy.returns_deleted_object
-                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
+                pending = int(meta.get("deletionGracePeriodSeconds") or 0)
+                shortened = bool(meta.get("deletionTimestamp")) and grace < pending
+                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) and not shortened:
                     return self.present(rt, obj), 200, True
-                if not meta.get("deletionTimestamp"):
-                    meta["deletionTimestamp"] = now_rfc3339()
-                    meta["deletionGracePeriodSeconds"] = 0
-                    if rt.strategy.tracks_generation and meta.get("generation"):
+                if not meta.get("deletionTimestamp") or shortened:
+                    # the time it may go: now plus its grace period (a shorter one moves it earlier)
+                    since = time.time() if not shortened else (parse_time(meta["deletionTimestamp"]) or time.time()) - pending
+                    meta["deletionTimestamp"] = now_rfc3339(since + grace)
+                    meta["deletionGracePeriodSeconds"] = grace
+                    if rt.strategy.tracks_generation and meta.get("generation") and not shortened:
                         meta["generation"] = int(meta["generation"]) + 1
                 meta["finalizers"] = finalizers
                 if rt.kind == "Namespace" and not rt.group:
@@ -658,6 +664,19 @@ class GenericStore:
                 return
             except (RevisionMismatchError, KeyNotFoundError):
                 continue
+
+
+def _grace_period(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]) -> int:
+    """Seconds a DELETE leaves the object before it goes (kube's BeforeDelete): the strategy's
+    for a graceful kind (Pods), 0 for the rest; an object already being deleted keeps its pending
+    period unless the request asks for a shorter one."""
+    grace = rt.strategy.grace_period(obj, options)
+    if grace is None:
+        return 0
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp") and options.get("gracePeriodSeconds") is None:
+        return int(meta.get("deletionGracePeriodSeconds") or 0)
+    return grace
 
 
 def _no_spec_finalizers(obj: dict[str, Any]) -> bool:

@@ -138,6 +138,11 @@ class Strategy:
     def canonicalize(self, obj: dict[str, Any]) -> None:
         """Normalize a stored form (e.g. Secret stringData folded into data)."""
 
+    def grace_period(self, obj: dict[str, Any], options: dict[str, Any]) -> int | None:
+        """kube's CheckGracefulDelete: how many seconds a DELETE (with these DeleteOptions) leaves
+        the object before it goes, or None for a kind that is deleted at once."""
+        return None
+
     def default(self, obj: dict[str, Any]) -> None:
         """The type's scheme defaults (kube's SetDefaults_*, applied as a body is decoded): set
         before managedFields are computed and before admission sees the object."""

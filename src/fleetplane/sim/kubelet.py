@@ -133,6 +133,8 @@ class Kubelet:
         self.node_queue = WorkQueue("kubelet-nodes", base=0.005, cap=60.0)
         #: pod uid -> monotonic time its containers started being created (this process)
         self.creating: dict[str, float] = {}
+        #: pod uid -> monotonic time its containers started stopping (deletion requested)
+        self.stopping: dict[str, float] = {}
         self.ips: dict[str, NodeIPs] = {}
         #: pod key -> (node, ip) allocated
         self.pod_ips: dict[str, tuple[str, str]] = {}
@@ -190,7 +192,10 @@ class Kubelet:
             return
         spec = pod.get("spec") or {}
         node = self.nodes.get(spec.get("nodeName") or "")
-        if node is None or meta(pod).get("deletionTimestamp") or pod_is_terminal(pod):
+        if node is not None and meta(pod).get("deletionTimestamp"):
+            await self._stop(key, pod)
+            return
+        if node is None or pod_is_terminal(pod):
             return
         status = pod.get("status") or {}
         uid = meta(pod)["uid"]
@@ -228,6 +233,36 @@ class Kubelet:
                 return
             ip = status.get("podIP") or self._pod_ip(key, node)
             await self._patch_status(pod, self._running_status(pod, node, ip or "", ready=True))
+
+    async def _stop(self, key: str, pod: dict) -> None:
+        """A Pod being deleted: its containers stop (as fast as the simulated runtime goes, within
+        the grace period), its status says so, then the kubelet removes it (DELETE with grace
+        period 0, guarded by its uid), as the real kubelet's status manager does."""
+        uid = meta(pod)["uid"]
+        stopping = self.stopping.setdefault(uid, time.monotonic())
+        remaining = stopping + min(self.delay, float(meta(pod).get("deletionGracePeriodSeconds") or 0)) - time.monotonic()
+        if remaining > 0.001:
+            self.queue.add_after(key, remaining)
+            return
+        status = pod.get("status") or {}
+        if any("terminated" not in (c.get("state") or {}) for c in status.get("containerStatuses") or []):
+            finished = now()
+            stopped = [{**c, "ready": False, "started": False,
+                        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": finished,
+                                                 "startedAt": ((c.get("state") or {}).get("running") or {}).get("startedAt", finished),
+                                                 **({"containerID": c["containerID"]} if c.get("containerID") else {})}}}
+                       for c in status.get("containerStatuses") or []]
+            conditions = [{**c, "status": "False", "lastTransitionTime": finished}
+                          if c.get("type") in ("Ready", "ContainersReady") and c.get("status") == "True" else c
+                          for c in status.get("conditions") or []]
+            await self._patch_status(pod, {"containerStatuses": stopped, "conditions": conditions})
+        try:
+            await self.kube.request("DELETE", api_path("v1", "pods", meta(pod)["namespace"], meta(pod)["name"]),
+                                    body={"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+        except ApiError as err:
+            if err.status not in (404, 409):
+                raise
+        self.stopping.pop(uid, None)
 
     async def _start(self, key: str, pod: dict, node: dict) -> None:
         """The containers run: podIP, running container statuses, Ready (unless a probe delays it)."""
@@ -447,7 +482,8 @@ class Kubelet:
         for pod in list(self.pods.by_index("node", node_name)):
             m = meta(pod)
             try:
-                await self.kube.request("DELETE", api_path("v1", "pods", m["namespace"], m["name"]))
+                await self.kube.request("DELETE", api_path("v1", "pods", m["namespace"], m["name"]),
+                                        body={"gracePeriodSeconds": 0})
             except ApiError as err:
                 if err.status != 404:
                     log.info("deleting %s/%s of deleted node %s failed: %s", m["namespace"], m["name"], node_name, err)
@@ -490,6 +526,9 @@ class _PodHandler(EventHandler):
     def on_update(self, old: dict, new: dict) -> None:
         if not (new.get("spec") or {}).get("nodeName"):
             return
+        if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
+            self.k.queue.add(object_key(new))
+            return
         if pod_is_terminal(new):
             self.k.release_ip(object_key(new))
             return
@@ -501,6 +540,7 @@ class _PodHandler(EventHandler):
         key = object_key(pod)
         self.k.release_ip(key)
         self.k.creating.pop(meta(pod).get("uid", ""), None)
+        self.k.stopping.pop(meta(pod).get("uid", ""), None)
 
 
 class _NodeHandler(EventHandler):

@@ -58,6 +58,17 @@ class PodStrategy(Strategy):
         requests_from_limits(spec)
         spec.setdefault("enableServiceLinks", True)
 
+    def grace_period(self, obj: dict, options: dict) -> int | None:
+        """The request's gracePeriodSeconds, else the Pod's terminationGracePeriodSeconds; 0 for a
+        Pod not scheduled or already finished (nothing runs it); negative means 1, as kube."""
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        period = options.get("gracePeriodSeconds")
+        if period is None:
+            period = spec.get("terminationGracePeriodSeconds") or 0
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else int(period)
+
     def prepare_for_create(self, obj: dict) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
