@@ -414,3 +414,62 @@ def test_pod_deletion_is_graceful_and_the_kubelet_finishes_it(sim: Sim, ns: str,
     wait_for(lambda: sim.json("GET", f"/api/v1/namespaces/{ns}/pods/forced")[1]["spec"].get("nodeName"), 30, what="scheduling")
     kubectl("delete", "pod", "forced", "--grace-period=0", "--force")
     assert sim.json("GET", f"/api/v1/namespaces/{ns}/pods/forced")[0] == 404
+
+
+def _running_pod(sim: Sim, ns: str, name: str, env: list | None = None) -> None:
+    pod = {**POD, "metadata": {"name": name}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "env": env or []}]}}
+    assert sim.json("POST", f"/api/v1/namespaces/{ns}/pods", pod)[0] == 201
+    wait_for(lambda: sim.json("GET", f"/api/v1/namespaces/{ns}/pods/{name}")[1]["status"].get("phase") == "Running", 30,
+             what=f"{name} to run")
+
+
+def test_logs_and_exec_through_kubectl(sim: Sim, ns: str, kubectl: Kubectl):
+    """kubectl logs and kubectl exec (over WebSocket, kubectl's default since 1.30) against a simulated
+    container: synthetic log lines, a scripted shell, exit codes and kube's refusals."""
+    _running_pod(sim, ns, "talker", env=[{"name": "GREETING", "value": "hello"}])
+    logs = kubectl("logs", "talker").out
+    assert f"container web of pod {ns}/talker started" in logs and "image nginx:1.27" in logs
+    assert kubectl("logs", "talker", "--tail=1").out.strip() == "fleetplane-sim: ready"
+    assert kubectl("logs", "talker", "--timestamps").out.split()[0].endswith("Z")
+    assert kubectl("exec", "talker", "--", "echo", "hi", "there").out == "hi there\n"
+    assert kubectl("exec", "talker", "--", "printenv", "GREETING").out == "hello\n"
+    assert kubectl("exec", "talker", "--", "sh", "-c", "hostname").out == "talker\n"
+    assert kubectl("exec", "-i", "talker", "--", "cat", stdin="piped through\n").out == "piped through\n"
+    failed = kubectl.fail("exec", "talker", "--", "nosuchtool")
+    assert failed.code == 127 and "nosuchtool: command not found" in failed.err
+    assert kubectl.fail("exec", "talker", "--", "false").code == 1
+    wrong = kubectl.fail("exec", "talker", "-c", "nope", "--", "true")
+    assert "container nope is not valid for pod talker" in wrong.err
+    assert "container nope is not valid for pod talker" in kubectl.fail("logs", "talker", "-c", "nope").err
+
+
+def test_exec_attach_and_portforward_through_the_python_client(sim: Sim, ns: str):
+    """The official client's stream API (v4.channel.k8s.io) for exec and attach, and its
+    portforward (each simulated port echoes what it is sent)."""
+    from kubernetes import client, config
+    from kubernetes.stream import portforward, stream
+
+    _running_pod(sim, ns, "streams")
+    api = client.CoreV1Api(config.new_client_from_config(str(sim.kubeconfig)))
+    out = stream(api.connect_get_namespaced_pod_exec, "streams", ns, command=["echo", "from", "python"],
+                 stderr=True, stdin=False, stdout=True, tty=False)
+    assert out == "from python\n"
+    ws = stream(api.connect_get_namespaced_pod_exec, "streams", ns, command=["sh", "-c", "exit 3"],
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    ws.run_forever(timeout=20)
+    assert ws.returncode == 3
+    attached = stream(api.connect_get_namespaced_pod_attach, "streams", ns, stdout=True, stdin=True, stderr=False,
+                      tty=False, _preload_content=False)
+    wait_for(lambda: (attached.update(timeout=1) or True) and "fleetplane-sim: ready" in attached.peek_stdout(), 20,
+             what="the attached container's output")
+    attached.read_stdout()
+    attached.write_stdin("typed\n")
+    wait_for(lambda: (attached.update(timeout=1) or True) and "typed" in attached.peek_stdout(), 20, what="stdin echoed")
+    attached.close()
+    forward = portforward(api.connect_get_namespaced_pod_portforward, "streams", ns, ports="8080")
+    sock = forward.socket(8080)
+    sock.settimeout(20)
+    sock.sendall(b"ping")
+    assert sock.recv(4) == b"ping"
+    sock.close()
+    forward.close()

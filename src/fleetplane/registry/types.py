@@ -258,7 +258,12 @@ class ResourceType:
 
     def subresource_verbs(self, sub: str) -> list[str]:
         """What discovery advertises for a subresource, from what serves it."""
-        if sub in self.subresource_rest:
+        storage = self.subresource_rest.get(sub)
+        if hasattr(storage, "stream"):
+            return ["get"]
+        if hasattr(storage, "connect"):
+            return ["create", "get"]
+        if storage is not None:
             return ["create"]
         return ["update"] if sub == "finalize" else list(SUBRESOURCE_VERBS)
 

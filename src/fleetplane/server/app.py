@@ -169,7 +169,11 @@ class HubApp:
         async def no_body() -> dict:
             return {"type": "http.request", "body": b"", "more_body": False}
 
-        await self({**scope, "type": "http", "method": "GET"}, no_body, as_http_response)
+        headers = list(scope.get("headers") or [])
+        if scope.get("subprotocols"):  # the ASGI server hands the offered protocols apart from the headers
+            headers.append((b"sec-websocket-protocol", ", ".join(scope["subprotocols"]).encode()))
+        await self({**scope, "type": "http", "method": "GET", "headers": headers, "fleetplane.websocket": (receive, send)},
+                   no_body, as_http_response)
 
     def _audit_begin(self, req: Request, info: RequestInfo) -> Any:
         """RequestReceived, as soon as the pipeline has authenticated (or refused) the request."""

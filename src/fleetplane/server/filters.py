@@ -22,12 +22,18 @@ from .request import RequestInfo
 RESOURCE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
+#: Pod subresources that open a connection into a container
+CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
+
+
 def request_verb(req: Request, info: RequestInfo) -> str:
     """kube's RequestInfo verb: get/list/watch/create/update/patch/delete/deletecollection for
     resources, the lower-cased method for other paths."""
     method = req.method
     if not info.is_resource:
         return method.lower()
+    if info.subresource in CONNECT_SUBRESOURCES:
+        return "create"  # whatever the method: a WebSocket GET runs a command too (kube 1.31+ checks create)
     if method in ("GET", "HEAD"):
         if info.watch or req.flag("watch"):
             return "watch"

@@ -20,7 +20,7 @@ from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
-from . import codec, tables
+from . import codec, streaming, tables
 from .filters import request_verb
 from .http import Request, respond, respond_json
 from .request import RequestInfo
@@ -332,7 +332,19 @@ class ResourceHandler:
 
     async def virtual(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         """A resource (or subresource) whose storage is not the generic store: the access
-        reviews, TokenReview, SelfSubjectReview (create-only, never stored) and TokenRequest."""
+        reviews, TokenReview, SelfSubjectReview (create-only, never stored) and TokenRequest;
+        the streams of a Pod (see :mod:`.streaming`)."""
+        storage = rt.subresource_rest.get(info.subresource) if info.subresource else None
+        if isinstance(storage, streaming.StreamGetter | streaming.Connecter):
+            if req.method not in (("GET",) if isinstance(storage, streaming.StreamGetter) else ("GET", "POST")):
+                raise e.method_not_allowed()
+            ctx = make_context(req, info, rt)
+            obj = await self.store.get(rt, ctx, info.name)
+            if isinstance(storage, streaming.StreamGetter):
+                await streaming.serve_stream(req, storage, ctx, obj)
+            else:
+                await streaming.serve_connect(req, storage, ctx, obj, info.subresource)
+            return
         if req.method != "POST":
             raise e.method_not_allowed()
         ctx = make_context(req, info, rt)

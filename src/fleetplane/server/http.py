@@ -52,6 +52,8 @@ class Request:
     streaming: bool = False
     client: tuple[str, int] | None = None
     query_string: str = ""
+    #: a WebSocket upgrade: the connection's own (receive, send), for a subresource that accepts it
+    websocket: tuple[Receive, Send] | None = None
 
     @classmethod
     def from_scope(cls, scope: dict, receive: Receive, send: Send) -> Request:
@@ -63,7 +65,8 @@ class Request:
         tls = (scope.get("extensions") or {}).get("tls")
         cert = tls.get("fleetplane.client_cert_der") if tls else None
         return cls(scope["method"], scope["path"], query, headers, receive, send, raw_headers=raw, client_cert=cert,
-                   client=scope.get("client"), query_string=scope.get("query_string", b"").decode("latin-1"))
+                   client=scope.get("client"), query_string=scope.get("query_string", b"").decode("latin-1"),
+                   websocket=scope.get("fleetplane.websocket"))
 
     @property
     def uri(self) -> str:

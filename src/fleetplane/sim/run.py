@@ -33,6 +33,7 @@ from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
 from .scheduler import Scheduler
+from .streams import add_pod_streams
 
 log = logging.getLogger("fleetplane.sim")
 
@@ -73,7 +74,9 @@ class SimulatedClusterPlugin:
     name: str = "sim"
 
     def contribute(self, hub: Contributions) -> None:
-        hub.types += workload_types()
+        types = workload_types()
+        add_pod_streams(next(rt for rt in types if rt.kind == "Pod" and not rt.group))
+        hub.types += types
         hub.controllers.append(Controller(f"simulated-cluster-{self.sim.name}", partial(controllers, self.sim)))
 
 
