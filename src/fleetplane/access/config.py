@@ -60,6 +60,9 @@ class ExecConfig:
     provide_cluster_info: bool = False
     interactive_mode: InteractiveMode = InteractiveMode.NEVER
     install_hint: str | None = None
+    #: Refuse a plugin file (or a directory above it) that others than its owner or root may write.
+    #: Set from the provider's ``insecureSkipPluginPermissionCheck`` (a fleetplane extension).
+    verify_permissions: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON (camelCase) form, as it appears in a provider file or a kubeconfig."""
@@ -93,6 +96,8 @@ class Provider:
         }
         if self.exec_timeout != DEFAULT_EXEC_TIMEOUT:
             out["execTimeoutSeconds"] = self.exec_timeout
+        if not self.exec_config.verify_permissions:
+            out["insecureSkipPluginPermissionCheck"] = True
         return out
 
 
