@@ -63,6 +63,14 @@ class ExecConfig:
     #: Refuse a plugin file (or a directory above it) that others than its owner or root may write.
     #: Set from the provider's ``insecureSkipPluginPermissionCheck`` (a fleetplane extension).
     verify_permissions: bool = True
+    #: Where the ClusterProfile's appended arguments start in ``args`` (``None``: none appended);
+    #: the plugin is told how many came from the profile (``FLEETPLANE_EXEC_PROFILE_ARGC``).
+    profile_args_start: int | None = None
+
+    @property
+    def operator_args(self) -> tuple[str, ...]:
+        """The provider file's arguments (without any the ClusterProfile appended)."""
+        return self.args if self.profile_args_start is None else self.args[: self.profile_args_start]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON (camelCase) form, as it appears in a provider file or a kubeconfig."""

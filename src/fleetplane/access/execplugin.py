@@ -48,6 +48,9 @@ from .errors import (
 log = logging.getLogger(__name__)
 
 EXEC_INFO_ENV = "KUBERNETES_EXEC_INFO"
+#: How many trailing arguments came from the ClusterProfile, so a plugin can tell them from the
+#: provider file's. Set after the configured env; a profile can never set FLEETPLANE_* variables.
+PROFILE_ARGC_ENV = "FLEETPLANE_EXEC_PROFILE_ARGC"
 EXEC_CREDENTIAL_KIND = "ExecCredential"
 EXEC_GROUP = "client.authentication.k8s.io"
 
@@ -354,6 +357,7 @@ async def run_exec_plugin(
     if extra_env:
         env.update(extra_env)
     env.update(exec_config.env)
+    env[PROFILE_ARGC_ENV] = str(len(exec_config.args) - len(exec_config.operator_args))
     env[EXEC_INFO_ENV] = exec_credential_request(exec_config, cluster, interactive=interactive).decode()
 
     try:
