@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Finding", "find_credentials", "is_secret_env_name"]
+__all__ = ["Finding", "find_credentials", "is_secret_env_name", "is_secret_key"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*\Z")
 _ENV_NOT_SECRET_SUFFIX = frozenset({"FILE", "PATH", "DIR", "NAME", "REF", "ID", "URL", "URI", "ENDPOINT",
                                     "AUDIENCE", "HOST", "REGION", "ENABLED", "TYPE", "MODE"})
 _ENV_SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"})
-_ENV_SECRET_LAST = frozenset({"TOKEN", "APIKEY", "CREDENTIAL", "CREDENTIALS", "PAT"})
+_ENV_SECRET_LAST = frozenset({"TOKEN", "APIKEY", "CREDENTIAL", "CREDENTIALS", "PAT", "BEARER"})
 _ENV_SECRET_TAIL = (("API", "KEY"), ("PRIVATE", "KEY"), ("ACCESS", "KEY"), ("SECRET", "KEY"), ("SIGNING", "KEY"))
 
 _SECRET_FLAG = re.compile(
@@ -77,7 +77,7 @@ _SECRET_FLAG = re.compile(
     r"client-key-data|client-certificate-data|api-key|apikey|private-key|secret)(=(?P<value>.*))?$",
     re.IGNORECASE,
 )
-_PEM_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+_PEM_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
 _B64_PEM = "LS0tLS1CRUdJTi"  # base64("-----BEGIN")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*")
@@ -85,6 +85,36 @@ _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*")
 _EMBEDDED_MARKERS = frozenset({"users", "user", "authprovider", "token", "clientkeydata", "clientcertificatedata",
                                "password", "exec", "status", "clusters"})
 _MAX_EMBEDDED = 1 << 20
+#: Deeper than this is refused rather than scanned (a secret could hide below any fixed limit).
+MAX_DEPTH = 64
+#: Nested base64 layers decoded before giving up (each layer is scanned like the original).
+_MAX_BASE64_LAYERS = 3
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+#: ``scheme://user:password@host``: a password in a URL (server, proxy-url or anywhere).
+_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@")
+#: A secret flag with its value inside one string (``kubectl --token=abc``, ``plugin --password x``).
+_SECRET_FLAG_IN_TEXT = re.compile(
+    r"(?:^|\s)--?(token|bearer-token|id-token|refresh-token|access-token|password|passwd|client-secret|"
+    r"client-key-data|client-certificate-data|api-key|apikey|private-key|secret)(?:=|\s+)(?!-)\S",
+    re.IGNORECASE,
+)
+#: ``NAME=value`` / ``name: value`` / ``name = value`` lines (shell, .env, INI, AWS credentials files).
+_ASSIGNMENT = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[=:][ \t]*[\"']?([^\s\"']+)")
+_INLINE_ENV_ASSIGNMENT = re.compile(r"(?:^|\s)([A-Z][A-Z0-9]*_[A-Z0-9_]+)=(\S+)")
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+#: Tokens whose format says what they are (vendor prefixes with their documented lengths).
+_KNOWN_TOKENS = (
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), "a GitHub token"),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), "a GitHub fine-grained token"),
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), "a GitLab token"),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), "a Slack token"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), "a Google API key"),
+    (re.compile(r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"), "a Stripe secret key"),
+    (re.compile(r"\bsha256~[A-Za-z0-9_-]{43}\b"), "an OpenShift token"),
+)
+_BASIC_AUTH = re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})")
+_JWT_LIKE = re.compile(r"(?<![A-Za-z0-9_-])([A-Za-z0-9_-]{10,})((?:\.[A-Za-z0-9_-]*){2,4})")
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -98,6 +128,40 @@ def is_secret_env_name(name: str) -> bool:
     if parts[-1] in _ENV_SECRET_LAST:
         return True
     return any(tuple(parts[-len(t):]) == t for t in _ENV_SECRET_TAIL)
+
+
+def _key_words(key: str) -> str:
+    """``githubToken``, ``github-token``, ``github.token`` -> ``GITHUB_TOKEN`` (to judge it by its words)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return "_".join(w for w in re.split(r"[^A-Za-z0-9]+", spaced) if w).upper()
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a field name says its value is a secret, however it is spelled (camel, snake, kebab)."""
+    return _norm(key) in SECRET_FIELDS or is_secret_env_name(_key_words(key))
+
+
+def _b64decode_text(value: str) -> str | None:
+    """``value`` decoded from (url-safe) base64 when the result is text, else ``None``."""
+    compact = "".join(value.split())
+    if len(compact) < 16 or len(compact) > 4 * _MAX_EMBEDDED or not _BASE64.fullmatch(compact):
+        return None
+    try:
+        raw = base64.b64decode(compact.replace("-", "+").replace("_", "/") + "=" * (-len(compact) % 4))
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if not text or any(not (c.isprintable() or c in "\n\r\t") for c in text):
+        return None
+    return text
+
+
+def _jwt_header(segment: str) -> bool:
+    try:
+        head = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (binascii.Error, ValueError):
+        return False
+    return isinstance(head, Mapping) and ("alg" in head or "enc" in head)
 
 
 def _child(path: str, key: str) -> str:
@@ -123,7 +187,8 @@ class _Scanner:
     # -- structure --------------------------------------------------------------------------
 
     def walk(self, node: Any, path: str, depth: int = 0) -> None:
-        if depth > 64:
+        if depth > MAX_DEPTH:
+            self.add(path, f"nested more than {MAX_DEPTH} levels deep, too deep to check for credentials")
             return
         if isinstance(node, Mapping):
             self.walk_map(node, path, depth)
@@ -133,8 +198,12 @@ class _Scanner:
             self.check_string(node, path, depth)
 
     def walk_map(self, node: Mapping, path: str, depth: int) -> None:
-        for key, value in node.items():
+        for index, (key, value) in enumerate(node.items()):
             key = str(key)
+            if len(key) > 32 and (reason := self.secret_in_text(key)) is not None:
+                # the key is the secret: name it by position, never by itself
+                self.add(f"{path}[<key {index}>]", f"a field name that {reason}")
+                continue
             sub = _child(path, key)
             nk = _norm(key)
             if nk in SECRET_FIELDS and _nonempty(value) and not (nk in _REFERENCE_OK and isinstance(value, Mapping)):
@@ -151,6 +220,9 @@ class _Scanner:
                 continue
             if _ENV_NAME.match(key) and "_" in key and is_secret_env_name(key) and _nonempty(value):
                 self.add(sub, f'environment variable "{key}" carries a secret')
+                continue
+            if not isinstance(value, Mapping) and _nonempty(value) and is_secret_key(key):
+                self.add(sub, f'"{key}" names a credential')
                 continue
             if key == "value" and isinstance(node.get("name"), str) and _nonempty(value) and self.named_secret(node["name"], sub):
                 continue
@@ -186,26 +258,58 @@ class _Scanner:
 
     # -- values -----------------------------------------------------------------------------
 
-    def check_string(self, value: str, path: str, depth: int) -> None:
-        if _PEM_PRIVATE_KEY.search(value):
-            self.add(path, "contains a PEM private key")
+    def check_string(self, value: str, path: str, depth: int, layers: int = 0) -> None:
+        reason = self.secret_in_text(value)
+        if reason is not None:
+            self.add(path, ("base64-encoded, " * layers) + reason)
             return
         stripped = value.strip()
-        if stripped.startswith(_B64_PEM) and len(stripped) < 4 * _MAX_EMBEDDED:
-            try:
-                decoded = base64.b64decode(stripped, validate=False).decode("ascii", "replace")
-            except (binascii.Error, ValueError):
-                decoded = ""
-            if _PEM_PRIVATE_KEY.search(decoded):
-                self.add(path, "contains a base64-encoded PEM private key")
+        decoded = _b64decode_text(stripped) if layers < _MAX_BASE64_LAYERS else None
+        if decoded is not None:
+            before = len(self.findings)
+            self.check_string(decoded, path, depth + 1, layers + 1)
+            if len(self.findings) > before:
                 return
-        if _JWT.search(value):
-            self.add(path, "contains a JSON Web Token (a bearer token)")
-            return
-        if _BEARER.search(value):
-            self.add(path, "contains a bearer token")
-            return
         self.check_embedded(stripped, path, depth)
+
+    @staticmethod
+    def secret_in_text(value: str) -> str | None:
+        """Why ``value`` holds a credential by its content alone, or ``None``."""
+        if _PEM_PRIVATE_KEY.search(value):
+            return "contains a PEM private key"
+        if _JWT.search(value):
+            return "contains a JSON Web Token (a bearer token)"
+        for m in _JWT_LIKE.finditer(value):
+            if _jwt_header(m.group(1)):
+                return "contains a JSON Web Token (a bearer token)"
+        if _BEARER.search(value):
+            return "contains a bearer token"
+        for m in _BASIC_AUTH.finditer(value):
+            try:
+                plain = base64.b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4)).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue
+            if ":" in plain:
+                return "contains HTTP basic credentials (user:password)"
+        if _URL_PASSWORD.search(value):
+            return "contains a URL with a password (user:password@)"
+        m = _SECRET_FLAG_IN_TEXT.search(value)
+        if m:
+            return f'contains the argument "--{m.group(1)}" with a value (a secret)'
+        for pattern, what in _KNOWN_TOKENS:
+            if pattern.search(value):
+                return f"contains {what}"
+        if _AWS_KEY_ID.search(value) and _AWS_SECRET.search(value):
+            return "contains an AWS access key pair (key id and secret access key)"
+        for m in _INLINE_ENV_ASSIGNMENT.finditer(value):
+            if is_secret_env_name(m.group(1)):
+                return f'assigns the secret variable "{m.group(1)}"'
+        if "\n" in value:
+            for m in _ASSIGNMENT.finditer(value):
+                # a plain lower-case word ("token: expired") is prose, not a credential
+                if is_secret_key(m.group(1)) and not m.group(2).isalpha():
+                    return f'sets "{m.group(1)}" (a credential) in embedded configuration text'
+        return None
 
     def check_embedded(self, value: str, path: str, depth: int) -> None:
         """JSON documents and kubeconfig-like YAML inside a string are scanned too."""
@@ -231,9 +335,10 @@ class _Scanner:
 def find_credentials(obj: Mapping[str, Any]) -> list[Finding]:
     """Every place in a ClusterProfile (a dict, as on the wire) that holds credential material.
 
-    ``metadata.managedFields`` and labels are skipped (they cannot hold secrets worth finding);
-    annotation values are scanned as strings, JSON included (kubectl's last-applied-configuration
-    would otherwise keep a secret the schema pruned from the object).
+    ``metadata.managedFields`` is skipped; label values (63 characters at most, still room for a
+    GitHub token) are checked by content; annotation values are scanned as strings, JSON included
+    (kubectl's last-applied-configuration would otherwise keep a secret the schema pruned from the
+    object).
     """
     s = _Scanner()
     if not isinstance(obj, Mapping):
@@ -249,6 +354,12 @@ def find_credentials(obj: Mapping[str, Any]) -> list[Finding]:
                         s.add(sub, f'annotation "{name}" is named as a credential')
                     elif isinstance(text, str):
                         s.check_string(text, sub, 0)
+            labels = value.get("labels")
+            if isinstance(labels, Mapping):
+                for name, text in labels.items():
+                    reason = s.secret_in_text(str(text)) if isinstance(text, str) else None
+                    if reason is not None:
+                        s.add(f"metadata.labels[{name}]", reason)
             continue
         if key in ("apiVersion", "kind"):
             continue
