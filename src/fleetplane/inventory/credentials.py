@@ -293,9 +293,9 @@ class _Scanner:
                 return "contains HTTP basic credentials (user:password)"
         if _URL_PASSWORD.search(value):
             return "contains a URL with a password (user:password@)"
-        m = _SECRET_FLAG_IN_TEXT.search(value)
-        if m:
-            return f'contains the argument "--{m.group(1)}" with a value (a secret)'
+        flag = _SECRET_FLAG_IN_TEXT.search(value)
+        if flag:
+            return f'contains the argument "--{flag.group(1)}" with a value (a secret)'
         for pattern, what in _KNOWN_TOKENS:
             if pattern.search(value):
                 return f"contains {what}"
