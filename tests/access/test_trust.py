@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
@@ -150,3 +152,22 @@ async def test_refusals_are_counted_as_untrusted(plugins):
     with pytest.raises(ExecUntrustedError):
         await access_for(cmd, name="trust-metrics").get_credential()
     assert REGISTRY.get_sample_value("clusterprofile_credential_fetch_total", labels) == before + 1
+
+
+def script_run_by(plugins, interp_dir: Path) -> str:
+    """A plugin script whose #! line names a link to this Python in ``interp_dir``."""
+    interp = interp_dir / "python"
+    interp.symlink_to(Path(sys.executable).resolve())
+    cmd = Path(plugins.script("emit({'token': 't'})"))
+    cmd.write_text(f"#!{interp}\n" + cmd.read_text().split("\n", 1)[1])
+    return str(cmd)
+
+
+async def test_a_scripts_interpreter_is_checked_too(plugins, tmp_path):
+    interp_dir = tmp_path / "shared-bin"
+    interp_dir.mkdir()
+    cmd = script_run_by(plugins, interp_dir)
+    assert (await access_for(cmd).get_credential()).token == "t"
+    os.chmod(interp_dir, 0o777)  # anyone could swap the interpreter
+    with pytest.raises(ExecUntrustedError, match=f"the directory {interp_dir} \\(mode 0777\\)"):
+        await access_for(cmd, name="again").get_credential()

@@ -131,14 +131,38 @@ def _chain(path: str) -> list[str]:
         d = parent
 
 
+def _interpreter(path: str) -> str | None:
+    """The absolute interpreter of a ``#!`` script (which runs the plugin as much as the script does)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words:
+        return None
+    interp = os.fsdecode(words[0])
+    return interp if os.path.isabs(interp) else None
+
+
 def check_permissions(path: str) -> None:
-    """Refuse a plugin file that others than its owner or root could have replaced (see module doc)."""
-    lexical = os.path.abspath(path)
-    real = os.path.realpath(lexical)
+    """Refuse a plugin file that others than its owner or root could have replaced (see module doc).
+
+    A ``#!`` script's interpreter is checked the same way (``/usr/bin/env python3`` checks ``env``
+    only: what it then finds depends on ``$PATH``, the controller's own).
+    """
     seen: set[str] = set()
-    for chain in (_chain(lexical), _chain(real)):
-        for i, p in enumerate(chain):
-            if p in seen:
-                continue
-            seen.add(p)
-            _check_one(p, is_dir=i > 0)
+    todo = [path]
+    interp = _interpreter(path)
+    if interp is not None:
+        todo.append(interp)
+    for target in todo:
+        lexical = os.path.abspath(target)
+        for chain in (_chain(lexical), _chain(os.path.realpath(lexical))):
+            for i, p in enumerate(chain):
+                if p in seen:
+                    continue
+                seen.add(p)
+                _check_one(p, is_dir=i > 0)
