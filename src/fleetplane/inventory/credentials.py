@@ -8,15 +8,28 @@ there anyway, and says where, without ever repeating the secret itself:
 - credential *fields*, wherever they occur (typically inside an extension or a JSON annotation):
   ``token``, ``client-key``, ``client-key-data``, ``client-certificate-data`` (and their camelCase
   spellings from ExecCredential), ``password``, ``client-secret``, ``id-token``/``refresh-token``, ``api-key``,
-  ``private-key``, a kubeconfig ``user`` block or ``users`` list, an ``auth-provider`` block;
+  ``private-key``, a kubeconfig ``user`` block or ``users`` list, an ``auth-provider`` block; and any
+  name whose *words* say secret, however spelled (``credential(s)``, ``githubToken``,
+  ``github_token``, ``bearer``, ``slackWebhookSecret``; not ``tokenFile``, ``secretName``, ``keyId``);
 - secret *environment variables* (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``CLIENT_SECRET``, ...)
   in an ``env`` list or in the ``.../exec/additional-envs`` extension, ``{name, value}`` pairs
   (properties, env entries) whose name says the value is a secret, and secret *flags*
   (``--token=...``, ``--password x``, ``--client-secret ...``) in argument lists such as
-  ``.../exec/additional-args``;
-- secret-looking *values* anywhere: PEM private keys (also base64-encoded, e.g. pasted into
-  ``certificate-authority-data``), JSON Web Tokens, ``Bearer <token>`` strings, and kubeconfigs
-  or JSON documents embedded in strings (scanned like the rest).
+  ``.../exec/additional-args`` *or inside one string* (``"kubectl --token=abc"``);
+- secret-looking *values* anywhere (label values and field names included): PEM private keys
+  (also PGP and PuTTY ones), JSON Web Tokens (any ``header.payload.signature`` whose header
+  decodes to a JOSE header: unsigned and encrypted ones too), ``Bearer <token>``, HTTP basic
+  credentials, URLs with a password (``https://user:password@host``, in ``server``, ``proxy-url``
+  or anywhere), AWS access key pairs, vendor token formats (GitHub, GitLab, Slack, Google API
+  keys, Stripe, OpenShift), secret assignments in embedded text (``GITHUB_TOKEN=...``, an AWS
+  credentials file, a ``.env`` file), and kubeconfigs or JSON documents embedded in strings
+  (scanned like the rest);
+- any of those *base64-encoded*, up to three layers deep (a base64 kubeconfig, a base64 JWT, a
+  twice-encoded key);
+- anything nested deeper than :data:`MAX_DEPTH` levels, refused because it cannot be checked.
+
+A random token encoded in base64 with nothing around it cannot be told from other data; the rules
+catch what has a recognisable shape or name.
 
 Legitimate reachability fields (``server``, ``certificate-authority-data`` holding certificates,
 ``tls-server-name``, ``proxy-url``, the ``client.authentication.k8s.io/exec`` extension's
