@@ -68,13 +68,17 @@ async def test_relative_path_entries_are_errdot(plugins, monkeypatch, entry):
     assert plugins.count("ran") == 0
 
 
-async def test_relative_entries_without_the_file_are_skipped(plugins, monkeypatch, tmp_path):
+async def test_relative_entries_are_skipped(plugins, monkeypatch, tmp_path):
     plugins.script("emit({'token': 'from-absolute-entry'})", name="abs-plugin")
-    elsewhere = tmp_path / "empty-cwd"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    decoy = cwd / "abs-plugin"  # dropped in the working directory, first in $PATH order
+    decoy.write_text(f"#!/bin/sh\ntouch {cwd / 'decoy-ran'}\n")
+    decoy.chmod(0o755)
+    monkeypatch.chdir(cwd)
     monkeypatch.setenv("PATH", f"{os.pathsep}.{os.pathsep}{plugins.root}")
     assert (await access_for("abs-plugin").get_credential()).token == "from-absolute-entry"
+    assert not (cwd / "decoy-ran").exists()  # the real plugin has finished: the decoy never ran
 
 
 # -- 2. files and directories others could replace --------------------------------------------------

@@ -5,10 +5,10 @@ can act as the controller. Two rules, checked every time before a plugin starts:
 
 * **No command relative to the working directory.** A command is an absolute path, or a bare name
   looked up in ``$PATH`` where only absolute entries count: an empty entry or ``.`` (or any other
-  relative entry) would find a file in whatever directory the controller happens to run in. Go's
-  ``os/exec`` refuses such a lookup with ``ErrDot`` since Go 1.19 (client-go plugins are found the
-  same way); a relative path with a ``/`` (``./plugin``, ``bin/plugin``) is refused for the same
-  reason.
+  relative entry) would find a file in whatever directory the controller happens to run in, so
+  such entries are skipped, and a name found only there is refused with Go's ``ErrDot`` text
+  (Go's ``os/exec`` refuses such a lookup since Go 1.19; client-go plugins are found the same
+  way). A relative path with a ``/`` (``./plugin``, ``bin/plugin``) is refused for the same reason.
 * **No file others could have replaced.** The resolved file and every directory above it (of the
   path as written and of its symlink-free form) must be owned by root or by the controller's user
   and not writable by group or others; a group- or world-writable directory is accepted only with
@@ -72,10 +72,10 @@ def resolve_command(command: str) -> str:
             found_not_exec = True
             continue
         if not os.path.isabs(cand):
-            # Go returns ErrDot here rather than looking further; so do we (a later hit would make
-            # the result depend on the working directory's content).
-            relative_hit = d or "(empty entry)"
-            break
+            # skipped, never run: what it finds depends on the working directory's content. Go
+            # returns ErrDot here; skipping also keeps a file dropped there from masking the real one.
+            relative_hit = relative_hit or d or "(empty entry)"
+            continue
         return cand
     if relative_hit is not None:
         raise UntrustedPlugin(
