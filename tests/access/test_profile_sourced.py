@@ -174,3 +174,17 @@ def test_plugin_refuses_a_repeated_option(tmp_path, teams, monkeypatch, capsys):
     assert rc == 1 and "--namespace given more than once (also as --namespace)" in err
     assert secretreader.main(["--kubeconfig", kubeconfig, "--namespace", "team-a"]) == 0
     assert "team-a-token" in capsys.readouterr().out
+
+
+async def test_token_file_path_is_the_operators(tmp_path):
+    mine, other = tmp_path / "mine", tmp_path / "other-team"
+    mine.write_text("my-token")
+    other.write_text("other-team-token")
+    env = [{"name": "FLEETPLANE_TOKEN_FILE", "value": str(mine)}]
+    cfg = module_cmd("tokenfile", env=env, cli_policy="Append")
+    ok = build_access_config(profile_with(args=["--ttl", "60"]), cfg)
+    assert (await ok.get_credential()).token == "my-token"
+    bad = build_access_config(profile_with(args=[f"--token-file={other}"]), cfg)
+    with pytest.raises(ExecFailedError, match="--token-file may only be set by the provider file") as ei:
+        await bad.get_credential()
+    assert "other-team-token" not in str(ei.value)
