@@ -47,7 +47,7 @@ def test_relative_command_refused_when_the_provider_file_loads(command):
 
 
 async def test_relative_command_refused_before_running(plugins, monkeypatch):
-    plugins.script("bump('ran'); emit({'token': 't'})", name="plugin")
+    plugins.script(f"bump({plugins.path('ran')!r}); emit({{'token': 't'}})", name="plugin")
     monkeypatch.chdir(plugins.root)
     # an ExecConfig built in code skips the provider file's check; the runner refuses it too
     with pytest.raises(ExecUntrustedError, match="cannot run executable found relative to current directory"):
@@ -57,7 +57,7 @@ async def test_relative_command_refused_before_running(plugins, monkeypatch):
 
 @pytest.mark.parametrize("entry", [".", "", "plugins"])
 async def test_relative_path_entries_are_errdot(plugins, monkeypatch, entry):
-    plugins.script("bump('ran'); emit({'token': 't'})", name="cwd-plugin")
+    plugins.script(f"bump({plugins.path('ran')!r}); emit({{'token': 't'}})", name="cwd-plugin")
     monkeypatch.chdir(plugins.root if entry != "plugins" else plugins.root.parent)
     # an empty entry is written as a leading ':'; "plugins" is a relative directory name
     monkeypatch.setenv("PATH", f"{entry}{os.pathsep}/usr/bin")
@@ -86,7 +86,7 @@ async def test_relative_entries_are_skipped(plugins, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(("mode", "who"), [(0o757, "others"), (0o775, "its group"), (0o777, "group and others")])
 async def test_plugin_writable_by_others_is_refused(plugins, mode, who):
-    cmd = plugins.script("bump('ran'); emit({'token': 't'})")
+    cmd = plugins.script(f"bump({plugins.path('ran')!r}); emit({{'token': 't'}})")
     os.chmod(cmd, mode)
     with pytest.raises(ExecUntrustedError) as ei:
         await access_for(cmd).get_credential()
@@ -97,7 +97,7 @@ async def test_plugin_writable_by_others_is_refused(plugins, mode, who):
 
 
 async def test_directory_writable_by_others_is_refused_unless_sticky(plugins):
-    cmd = plugins.script("bump('ran'); emit({'token': 't'})")
+    cmd = plugins.script(f"bump({plugins.path('ran')!r}); emit({{'token': 't'}})")
     os.chmod(plugins.root, 0o777)
     with pytest.raises(ExecUntrustedError, match=f"the directory {plugins.root} \\(mode 0777\\) is writable by group and others"):
         await access_for(cmd).get_credential()
@@ -105,6 +105,7 @@ async def test_directory_writable_by_others_is_refused_unless_sticky(plugins):
     # with the sticky bit (as /tmp) others cannot rename or delete the plugin: accepted
     os.chmod(plugins.root, 0o1777)
     assert (await access_for(cmd).get_credential()).token == "t"
+    assert plugins.count("ran") == 1  # the counter the refusals above are checked with works
 
 
 async def test_symlink_into_a_writable_directory_is_refused(plugins, tmp_path):
