@@ -78,7 +78,6 @@ DENIED_PROFILE_ENV_NAMES: Mapping[str, str] = {
     "SSLKEYLOGFILE": "writes the TLS session keys of the plugin's connections to a file",
     "REQUESTS_CA_BUNDLE": "which certificate authorities the plugin trusts",
     "CURL_CA_BUNDLE": "which certificate authorities the plugin trusts",
-    "NO_PROXY": "routes the plugin's requests through or around a proxy",
     "AWS_CONFIG_FILE": "an AWS config file can run a credential_process",
     "AWS_SHARED_CREDENTIALS_FILE": "chooses the AWS identity",
     "GOOGLE_APPLICATION_CREDENTIALS": "chooses the Google identity",
