@@ -338,6 +338,7 @@ def test_deep_but_legitimate_nesting_and_the_new_rules_leave_real_profiles_alone
                 "awsAccessKeyId": "AKIAIOSFODNN7EXAMPLE", "region": "eu-west-1",
                 "command": "plugin --token-file /var/run/t --audience sts.amazonaws.com",
                 "level": nested(20), "description": "ControlPlaneHealthy", "id": "abcdefghijklmnopqrstuvwxyz0123456789",
+                "secretNamespace": "fleet", "passwordPolicy": "strict", "tokenTTL": "300",
             }},
             {"name": "clusterprofiles.multicluster.x-k8s.io/exec/additional-args",
              "extension": ["--audience", "https://spoke.example", "--tenant", "my-tenant-id"]},
@@ -347,6 +348,29 @@ def test_deep_but_legitimate_nesting_and_the_new_rules_leave_real_profiles_alone
                                     "message": "bearer token rejected\ntoken: expired", "lastTransitionTime": "2024-01-01T00:00:00Z"}]
     assert find_credentials(obj) == []
     assert admit(obj, None, {}) == []
+
+
+def test_real_ca_bundles_are_not_mistaken_for_secrets() -> None:
+    """certificate-authority-data is base64 of PEM base64: both layers are scanned, neither may trip."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    for i in range(40):
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"spoke-{i}-ca")])
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now)
+                .not_valid_after(now + dt.timedelta(days=365))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .sign(key, hashes.SHA256()))
+        pem = cert.public_bytes(serialization.Encoding.PEM)
+        obj = with_cluster({"certificate-authority-data": base64.b64encode(pem).decode()})
+        assert find_credentials(obj) == [], i
 
 
 @pytest.mark.parametrize("name, secret", [

@@ -80,7 +80,10 @@ _REFERENCE_OK = frozenset({"secret"})
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*\Z")
 _ENV_NOT_SECRET_SUFFIX = frozenset({"FILE", "PATH", "DIR", "NAME", "REF", "ID", "URL", "URI", "ENDPOINT",
-                                    "AUDIENCE", "HOST", "REGION", "ENABLED", "TYPE", "MODE"})
+                                    "AUDIENCE", "HOST", "REGION", "ENABLED", "TYPE", "MODE",
+                                    # parameters *about* a secret, not the secret (``secretNamespace``)
+                                    "NAMESPACE", "NS", "POLICY", "KIND", "VERSION", "FORMAT", "PROVIDER",
+                                    "SELECTOR", "PREFIX", "HEADER", "ARN", "TTL", "EXPIRY", "LENGTH"})
 _ENV_SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"})
 _ENV_SECRET_LAST = frozenset({"TOKEN", "APIKEY", "CREDENTIAL", "CREDENTIALS", "PAT", "BEARER"})
 _ENV_SECRET_TAIL = (("API", "KEY"), ("PRIVATE", "KEY"), ("ACCESS", "KEY"), ("SECRET", "KEY"), ("SIGNING", "KEY"))
@@ -112,20 +115,21 @@ _SECRET_FLAG_IN_TEXT = re.compile(
     re.IGNORECASE,
 )
 #: ``NAME=value`` / ``name: value`` / ``name = value`` lines (shell, .env, INI, AWS credentials files).
-_ASSIGNMENT = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[=:][ \t]*[\"']?([^\s\"']+)")
+_ASSIGNMENT = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]*[=:][ \t]*[\"']?([^\s\"']+)")
 _INLINE_ENV_ASSIGNMENT = re.compile(r"(?:^|\s)([A-Z][A-Z0-9]*_[A-Z0-9_]+)=(\S+)")
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 #: Tokens whose format says what they are (vendor prefixes with their documented lengths).
-_KNOWN_TOKENS = (
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), "a GitHub token"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), "a GitHub fine-grained token"),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), "a GitLab token"),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), "a Slack token"),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), "a Google API key"),
-    (re.compile(r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"), "a Stripe secret key"),
-    (re.compile(r"\bsha256~[A-Za-z0-9_-]{43}\b"), "an OpenShift token"),
-)
+_TOKEN_START, _TOKEN_END = r"(?<![A-Za-z0-9+/=_~-])", r"(?![A-Za-z0-9+/=_~-])"
+_KNOWN_TOKENS = tuple((re.compile(_TOKEN_START + pattern + _TOKEN_END), what) for pattern, what in (
+    (r"gh[pousr]_[A-Za-z0-9]{36,}", "a GitHub token"),
+    (r"github_pat_[A-Za-z0-9_]{22,}", "a GitHub fine-grained token"),
+    (r"glpat-[A-Za-z0-9_-]{20,}", "a GitLab token"),
+    (r"xox[abposr]-[A-Za-z0-9-]{10,}", "a Slack token"),
+    (r"AIza[0-9A-Za-z_-]{35}", "a Google API key"),
+    (r"[sr]k_live_[0-9A-Za-z]{24,}", "a Stripe secret key"),
+    (r"sha256~[A-Za-z0-9_-]{43}", "an OpenShift token"),
+))
 _BASIC_AUTH = re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})")
 _JWT_LIKE = re.compile(r"(?<![A-Za-z0-9_-])([A-Za-z0-9_-]{10,})((?:\.[A-Za-z0-9_-]*){2,4})")
 
