@@ -167,15 +167,16 @@ def test_extensions_ignored_by_default_even_when_malformed():
 
 
 def test_append_args_without_dedup_and_without_mutating_the_provider():
-    cfg = provider_config("/bin/p", args=["file", "--audience"], cli_policy="Append")
-    cp = ext_profile(args=["--audience", "audience"])
+    cfg = provider_config("/bin/p", args=["file", "--ttl", "60"], cli_policy="Append")
+    cp = ext_profile(args=["--audience", "a", "--audience", "b"])
     a1 = build_access_config(cp, cfg)
     a2 = build_access_config(cp, cfg)
     other = build_access_config(cluster_profile(name="other"), cfg)
-    assert a1.exec_config.args == ("file", "--audience", "--audience", "audience")
+    assert a1.exec_config.args == ("file", "--ttl", "60", "--audience", "a", "--audience", "b")
+    assert a1.exec_config.operator_args == ("file", "--ttl", "60") and a1.exec_config.profile_args_start == 3
     assert a2.exec_config.args == a1.exec_config.args  # upstream appended again on every call
-    assert other.exec_config.args == ("file", "--audience")  # and leaked into other profiles
-    assert cfg.providers[0].exec_config.args == ("file", "--audience")
+    assert other.exec_config.args == ("file", "--ttl", "60")  # and leaked into other profiles
+    assert cfg.providers[0].exec_config.args == ("file", "--ttl", "60")
 
 
 def test_ignore_policy_for_args():
@@ -245,8 +246,8 @@ def test_env_ignore_and_null_payloads():
         (["A=1"], "expected a map"),
         ({"A": {"nested": 1}}, "must be a string"),
         ({"": "x"}, "invalid variable name"),
-        ({"LD_PRELOAD": "/tmp/evil.so"}, "may not be set from a ClusterProfile"),
-        ({"KUBERNETES_EXEC_INFO": "{}"}, "may not be set from a ClusterProfile"),
+        ({"BASH_FUNC_f%%": "() { id; }"}, "invalid variable name"),
+        ({"1X": "x"}, "invalid variable name"),
     ],
 )
 def test_bad_env_payload(bad, match):

@@ -219,6 +219,160 @@ def test_legitimate_fields_are_not_credentials() -> None:
     assert admit(obj, None, {}) == []
 
 
+# -- the further encodings (issue 11): each one a case, none echoed back ------------------------------
+
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+KUBECONFIG = yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": "https://s"}}],
+                             "users": [{"name": "u", "user": {"token": "abc"}}]})
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def nested(depth: int) -> object:
+    node: object = {"note": "deep"}
+    for i in range(depth):
+        node = [node] if i % 2 else {"level": node}
+    return node
+
+
+def ext(value: object) -> dict:
+    return {"extensions": [{"name": "x", "extension": value}]}
+
+
+E = "status.accessProviders[0].cluster.extensions[0].extension"
+FURTHER_ENCODINGS = {
+    # 1. a whole kubeconfig, base64-encoded (as `base64 ~/.kube/config` prints it)
+    "base64-kubeconfig": (ext({"kubeconfig": b64(KUBECONFIG)}), f"{E}.kubeconfig(embedded).users", "kubeconfig users list"),
+    # 2. the password in the server URL
+    "server-userinfo": ({"server": "https://admin:hunter2@spoke.example:6443"}, "status.accessProviders[0].cluster.server",
+                        "URL with a password"),
+    # 3. the password in the proxy URL
+    "proxy-userinfo": ({"proxy-url": "http://fleet:hunter2@proxy.example:3128"}, "status.accessProviders[0].cluster.proxy-url",
+                       "URL with a password"),
+    # 4. --token=... inside one string (a command line)
+    "flag-equals-in-string": (ext({"command": "kubectl --token=abc get pods"}), f"{E}.command", 'argument "--token"'),
+    # 5. --token x inside one string
+    "flag-space-in-string": (ext({"command": "plugin --password hunter2 --verbose"}), f"{E}.command", 'argument "--password"'),
+    # 6. credential / credentials keys, any case
+    "credentials-key": (ext({"Credentials": "abc"}), f"{E}.Credentials", "names a credential"),
+    # 7. compound secret keys: camelCase, snake_case, kebab-case, UPPER
+    "compound-keys": (ext({"githubToken": "abc"}), f"{E}.githubToken", "names a credential"),
+    # 8. a token nested below the scanner's depth limit is refused, not skipped
+    "too-deep": (ext(nested(70)), None, "too deep to check"),
+    # 9. base64 of a token (a JWT; a "Bearer ..." header)
+    "base64-token": (ext({"sa": b64(JWT)}), f"{E}.sa", "base64-encoded, contains a JSON Web Token"),
+    # 10. base64 of a private key not at the start, and base64 twice
+    "base64-private-key": (ext({"bundle": b64(b64("# client key\n" + KEY_PEM))}), f"{E}.bundle",
+                           "base64-encoded, base64-encoded, contains a PEM private key"),
+    # 11. JWT-shaped strings the eyJ.eyJ pattern misses: a spaced header, alg none (no signature)
+    "jwt-shapes": (ext({"id": "eyAiYWxnIjogIlJTMjU2IiB9.eyAic3ViIjogImFkbWluIiB9.c2lnbmF0dXJl"}), f"{E}.id", "JSON Web Token"),
+    # 12. PEM private keys anywhere: a PGP block, a field *name*
+    "pem-anywhere": (ext({"gpg": "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----"}),
+                     f"{E}.gpg", "PEM private key"),
+    # 13. AWS keys: an access key id with its secret, as an AWS credentials file
+    "aws-keys": (ext({"awsProfile": f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n"}),
+                 f"{E}.awsProfile", "AWS access key pair"),
+    # 14. tokens whose format gives them away (GitHub, HTTP basic credentials), even in a label
+    "known-token-formats": (ext({"note": f"use {GHP} to clone"}), f"{E}.note", "GitHub token"),
+}
+FURTHER_SECRETS = ("abc", "hunter2", JWT, "MHcCAQEEIB", "lQOYBF", AWS_SECRET, GHP, "admin:hunter2")
+
+
+@pytest.mark.parametrize("case", sorted(FURTHER_ENCODINGS))
+def test_further_credential_encodings_are_rejected(case: str) -> None:
+    cluster, path, reason = FURTHER_ENCODINGS[case]
+    errs = admit(with_cluster(cluster), None, {})
+    assert len(errs) == 1 and errs[0].type == "FieldValueForbidden", messages(errs)
+    if path is not None:
+        assert errs[0].field == path
+    assert reason in errs[0].detail
+    text = str(errs[0])
+    for secret in FURTHER_SECRETS:
+        assert secret not in text.replace(errs[0].field, "")
+
+
+@pytest.mark.parametrize("case, value, reason", [
+    ("compound-keys", {"github_token": "x1"}, "names a credential"),
+    ("compound-keys", {"api-key": "x1"}, "credential"),
+    ("compound-keys", {"API_KEY": "x1"}, "credential"),
+    ("compound-keys", {"bearer": "x1"}, "credential"),
+    ("compound-keys", {"privateKey": "x1"}, "credential"),
+    ("compound-keys", {"slackWebhookSecret": "x1"}, "credential"),
+    ("credentials-key", {"credential": "x1"}, "credential"),
+    ("base64-token", {"header": b64("Bearer abcdefghijklmnopqrstuvwxyz012345")}, "base64-encoded, contains a bearer token"),
+    ("jwt-shapes", {"id": "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."}, "JSON Web Token"),
+    ("jwt-shapes", {"jwe": "eyJlbmMiOiJBMjU2R0NNIiwiYWxnIjoiZGlyIn0..aGVsbG8gd29ybGQ.Y2lwaGVydGV4dA.dGFn"}, "JSON Web Token"),
+    ("pem-anywhere", {"ssh": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----"}, "PEM private key"),
+    ("pem-anywhere", {KEY_PEM: "as a field name"}, "a field name that contains a PEM private key"),
+    ("pem-anywhere", {"putty": "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none"}, "PEM private key"),
+    ("aws-keys", {"pair": f"{AWS_ID}:{AWS_SECRET}"}, "AWS access key pair"),
+    ("known-token-formats", {"auth": "Basic " + b64("admin:hunter2")}, "HTTP basic credentials"),
+    ("known-token-formats", {"gitlab": "glpat-" + "x1Y2z3" * 4}, "GitLab token"),
+    ("known-token-formats", {"script": "export GITHUB_TOKEN=x1y2z3"}, '"GITHUB_TOKEN"'),
+    ("flag-space-in-string", {"args": "--client-secret=s3cr3t"}, '"--client-secret"'),
+])
+def test_further_encodings_variants(case: str, value: dict, reason: str) -> None:
+    errs = admit(with_cluster(ext(value)), None, {})
+    assert len(errs) == 1 and reason in errs[0].detail, (case, messages(errs))
+    assert KEY_PEM not in str(errs[0])
+
+
+def test_a_token_in_a_label_is_found() -> None:
+    obj = profile(labels={"x-k8s.io/cluster-manager": "mgr", "ci": GHP})
+    assert [e.field for e in admit(obj, None, {})] == ["metadata.labels[ci]"]
+
+
+def test_deep_but_legitimate_nesting_and_the_new_rules_leave_real_profiles_alone() -> None:
+    obj = with_cluster({
+        "server": "https://fleet@spoke.example:6443/clusters/a",  # a user name alone is no password
+        "proxy-url": "http://proxy.example:3128",
+        "certificate-authority-data": CA,
+        "extensions": [
+            {"name": "client.authentication.k8s.io/exec", "extension": {
+                "clusterName": "spoke-1", "publicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI", "tokenFile": "/var/run/t",
+                "secretName": "spoke-1-token", "githubTokenSecretRef": {"name": "gh", "key": "token"},
+                "passwordFile": "/etc/p", "credentialsSecret": {"name": "creds"}, "keyId": "k1",
+                "awsAccessKeyId": "AKIAIOSFODNN7EXAMPLE", "region": "eu-west-1",
+                "command": "plugin --token-file /var/run/t --audience sts.amazonaws.com",
+                "level": nested(20), "description": "ControlPlaneHealthy", "id": "abcdefghijklmnopqrstuvwxyz0123456789",
+                "secretNamespace": "fleet", "passwordPolicy": "strict", "tokenTTL": "300",
+            }},
+            {"name": "clusterprofiles.multicluster.x-k8s.io/exec/additional-args",
+             "extension": ["--audience", "https://spoke.example", "--tenant", "my-tenant-id"]},
+        ],
+    })
+    obj["status"]["conditions"] = [{"type": "ControlPlaneHealthy", "status": "False", "reason": "Unauthorized",
+                                    "message": "bearer token rejected\ntoken: expired", "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+    assert find_credentials(obj) == []
+    assert admit(obj, None, {}) == []
+
+
+def test_real_ca_bundles_are_not_mistaken_for_secrets() -> None:
+    """certificate-authority-data is base64 of PEM base64: both layers are scanned, neither may trip."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    for i in range(40):
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"spoke-{i}-ca")])
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now)
+                .not_valid_after(now + dt.timedelta(days=365))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .sign(key, hashes.SHA256()))
+        pem = cert.public_bytes(serialization.Encoding.PEM)
+        obj = with_cluster({"certificate-authority-data": base64.b64encode(pem).decode()})
+        assert find_credentials(obj) == [], i
+
+
 @pytest.mark.parametrize("name, secret", [
     ("GITHUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("AWS_SESSION_TOKEN", True), ("CLIENT_SECRET", True),
     ("DB_PASSWORD", True), ("OPENAI_API_KEY", True), ("SIGNING_PRIVATE_KEY", True), ("VAULT_TOKEN", True),

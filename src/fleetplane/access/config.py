@@ -60,6 +60,17 @@ class ExecConfig:
     provide_cluster_info: bool = False
     interactive_mode: InteractiveMode = InteractiveMode.NEVER
     install_hint: str | None = None
+    #: Refuse a plugin file (or a directory above it) that others than its owner or root may write.
+    #: Set from the provider's ``insecureSkipPluginPermissionCheck`` (a fleetplane extension).
+    verify_permissions: bool = True
+    #: Where the ClusterProfile's appended arguments start in ``args`` (``None``: none appended);
+    #: the plugin is told how many came from the profile (``FLEETPLANE_EXEC_PROFILE_ARGC``).
+    profile_args_start: int | None = None
+
+    @property
+    def operator_args(self) -> tuple[str, ...]:
+        """The provider file's arguments (without any the ClusterProfile appended)."""
+        return self.args if self.profile_args_start is None else self.args[: self.profile_args_start]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON (camelCase) form, as it appears in a provider file or a kubeconfig."""
@@ -93,6 +104,8 @@ class Provider:
         }
         if self.exec_timeout != DEFAULT_EXEC_TIMEOUT:
             out["execTimeoutSeconds"] = self.exec_timeout
+        if not self.exec_config.verify_permissions:
+            out["insecureSkipPluginPermissionCheck"] = True
         return out
 
 

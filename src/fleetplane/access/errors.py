@@ -70,6 +70,11 @@ class ExecNotExecutableError(ExecPluginError):
     """The plugin path exists but cannot be executed (permissions, not a regular file, bad interpreter)."""
 
 
+class ExecUntrustedError(ExecNotExecutableError):
+    """The plugin is refused before it runs: a command relative to the working directory (Go's
+    ``exec.ErrDot``), or a file or directory others than its owner or root could have replaced."""
+
+
 class ExecFailedError(ExecPluginError):
     """The plugin exited with a non-zero status. ``exit_code`` and the (redacted) ``stderr`` are kept."""
 

@@ -23,7 +23,6 @@ import errno
 import logging
 import os
 import signal
-import stat
 import threading
 import time
 import weakref
@@ -32,7 +31,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from . import _loop, metrics
+from . import _loop, _trust, metrics
 from ._redact import redact, truncate
 from .config import DEFAULT_EXEC_TIMEOUT, EXEC_API_VERSIONS, ClusterInfo, ExecConfig, InteractiveMode
 from .errors import (
@@ -43,11 +42,15 @@ from .errors import (
     ExecOutputError,
     ExecPluginError,
     ExecTimeoutError,
+    ExecUntrustedError,
 )
 
 log = logging.getLogger(__name__)
 
 EXEC_INFO_ENV = "KUBERNETES_EXEC_INFO"
+#: How many trailing arguments came from the ClusterProfile, so a plugin can tell them from the
+#: provider file's. Set after the configured env; a profile can never set FLEETPLANE_* variables.
+PROFILE_ARGC_ENV = "FLEETPLANE_EXEC_PROFILE_ARGC"
 EXEC_CREDENTIAL_KIND = "ExecCredential"
 EXEC_GROUP = "client.authentication.k8s.io"
 
@@ -267,40 +270,6 @@ def _secrets_in(stdout: bytes) -> list[str]:
 # Running a plugin
 
 
-def _resolve_command(command: str) -> str:
-    """Find the executable the way Go's exec.LookPath does (PATH of *this* process).
-
-    Raises ``FileNotFoundError`` or ``PermissionError`` (with a short reason in ``args[0]``).
-    """
-    if os.sep in command or (os.altsep and os.altsep in command):
-        try:
-            st = os.stat(command)
-        except FileNotFoundError:
-            raise FileNotFoundError("no such file") from None
-        except OSError as e:
-            raise PermissionError(e.strerror or str(e)) from None
-        if stat.S_ISDIR(st.st_mode):
-            raise PermissionError("is a directory")
-        if not os.access(command, os.X_OK):
-            raise PermissionError("permission denied (not executable)")
-        return command
-    found_not_exec = False
-    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        cand = os.path.join(d or ".", command)
-        try:
-            st = os.stat(cand)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        if os.access(cand, os.X_OK):
-            return cand
-        found_not_exec = True
-    if found_not_exec:
-        raise PermissionError("found in $PATH but not executable")
-    raise FileNotFoundError("not found in $PATH")
-
-
 async def _read_limited(
     stream: asyncio.StreamReader, limit: int, keep_tail: bool, on_overflow: Callable[[], None] | None = None
 ) -> tuple[bytes, bool]:
@@ -367,7 +336,13 @@ async def run_exec_plugin(
     interactive = False  # Never; IfAvailable without a terminal
 
     try:
-        path = _resolve_command(cmd)
+        path = _trust.resolve_command(cmd)
+        if exec_config.verify_permissions:
+            _trust.check_permissions(path)
+    except _trust.UntrustedPlugin as e:
+        raise ExecUntrustedError(
+            prefix + f"exec: executable {cmd} cannot be run: {e.args[0]}", **ctx
+        ) from None
     except FileNotFoundError as e:
         msg = f"exec: executable {cmd} not found ({e.args[0]})" + _INSTALL_HELP
         if exec_config.install_hint:
@@ -382,6 +357,7 @@ async def run_exec_plugin(
     if extra_env:
         env.update(extra_env)
     env.update(exec_config.env)
+    env[PROFILE_ARGC_ENV] = str(len(exec_config.args) - len(exec_config.operator_args))
     env[EXEC_INFO_ENV] = exec_credential_request(exec_config, cluster, interactive=interactive).decode()
 
     try:
@@ -478,6 +454,8 @@ def run_exec_plugin_sync(
 def _result_label(exc: BaseException | None) -> str:
     if exc is None:
         return "success"
+    if isinstance(exc, ExecUntrustedError):
+        return "untrusted"
     if isinstance(exc, ExecNotFoundError | ExecNotExecutableError):
         return "not_found"
     if isinstance(exc, ExecFailedError):

@@ -23,6 +23,7 @@ from prometheus_client import REGISTRY, Counter, Histogram
 RESULTS = (
     "success",
     "not_found",  # executable missing or not executable
+    "untrusted",  # refused before running: relative command, or a file others could replace
     "exit_error",  # non-zero exit status
     "timeout",
     "invalid_output",  # not an ExecCredential, wrong apiVersion, no token or cert/key...

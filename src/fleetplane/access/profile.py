@@ -23,6 +23,7 @@ import base64
 import binascii
 import dataclasses
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,19 +43,97 @@ EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 ADDITIONAL_ARGS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"
 ADDITIONAL_ENVS_EXTENSION = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs"
 
-#: Environment variables a ClusterProfile may never set, whatever the policy: the exec protocol's own
-#: input and the dynamic-loader hooks that would let a profile inject code into the plugin process.
-DENIED_PROFILE_ENV_VARS = frozenset(
-    {
-        "KUBERNETES_EXEC_INFO",
-        "LD_PRELOAD",
-        "LD_LIBRARY_PATH",
-        "LD_AUDIT",
-        "DYLD_INSERT_LIBRARIES",
-        "DYLD_LIBRARY_PATH",
-        "DYLD_FRAMEWORK_PATH",
-    }
+#: Environment variables a ClusterProfile may never set, whatever the policy. The plugin runs with
+#: the controller's identity, so a variable that makes the plugin's interpreter, loader, shell or
+#: tools run other code, read another configuration or trust another CA hands the profile's author
+#: the controller's identity. Names are compared upper-cased. Each entry says why.
+DENIED_PROFILE_ENV_NAMES: Mapping[str, str] = {
+    "KUBERNETES_EXEC_INFO": "the exec protocol's own input",
+    "PATH": "chooses which programs the plugin runs",
+    "HOME": "chooses which configuration files the plugin and its tools read",
+    "ENV": "a file sh sources at start-up",
+    "BASH_ENV": "a file bash sources at start-up",
+    "SHELLOPTS": "shell start-up options",
+    "BASHOPTS": "shell start-up options",
+    "PS4": "evaluated by a tracing shell",
+    "PROMPT_COMMAND": "run by an interactive shell",
+    "IFS": "changes how shell scripts split words",
+    "CDPATH": "changes where shell scripts cd to",
+    "SHELL": "the shell tools spawn",
+    "BROWSER": "a program Python's webbrowser module runs (PYTHONWARNINGS=...:antigravity.x:... triggers it)",
+    "EDITOR": "a program tools run",
+    "VISUAL": "a program tools run",
+    "PAGER": "a program tools run",
+    "NODE_OPTIONS": "command-line options (--require) for every Node.js process",
+    "PERLLIB": "Perl's module path",
+    "CLASSPATH": "the Java class path",
+    "GCONV_PATH": "glibc loads character-set modules from it",
+    "GLIBC_TUNABLES": "glibc tunables (CVE-2023-4911)",
+    "HOSTALIASES": "redirects host name lookups",
+    "RESOLV_HOST_CONF": "redirects host name lookups",
+    "LOCPATH": "glibc locale data",
+    "NLSPATH": "message catalogues",
+    "TMPDIR": "where the plugin writes temporary files (client keys)",
+    "KUBECONFIG": "chooses the identity a plugin uses to reach the hub",
+    "SSLKEYLOGFILE": "writes the TLS session keys of the plugin's connections to a file",
+    "REQUESTS_CA_BUNDLE": "which certificate authorities the plugin trusts",
+    "CURL_CA_BUNDLE": "which certificate authorities the plugin trusts",
+    "AWS_CONFIG_FILE": "an AWS config file can run a credential_process",
+    "AWS_SHARED_CREDENTIALS_FILE": "chooses the AWS identity",
+    "GOOGLE_APPLICATION_CREDENTIALS": "chooses the Google identity",
+    "CLOUDSDK_CONFIG": "chooses the gcloud configuration (and identity)",
+    "AZURE_CONFIG_DIR": "chooses the Azure CLI configuration (and identity)",
+    "GODEBUG": "Go run-time settings (execerrdot=0 re-enables running programs found in '.')",
+    "GOFLAGS": "Go tool flags",
+    "GOENV": "a Go configuration file",
+}
+#: Name prefixes a ClusterProfile may never set (upper-cased), with why.
+DENIED_PROFILE_ENV_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("LD_", "dynamic-loader hooks (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT)"),
+    ("DYLD_", "macOS dynamic-loader hooks"),
+    ("PYTHON", "Python start-up hooks (PYTHONPATH, PYTHONSTARTUP, PYTHONWARNINGS imports modules)"),
+    ("PERL5", "Perl start-up hooks (PERL5OPT, PERL5LIB)"),
+    ("PERL_", "Perl settings"),
+    ("RUBY", "Ruby start-up hooks (RUBYOPT, RUBYLIB)"),
+    ("GEM_", "Ruby gem paths"),
+    ("BUNDLE_", "Ruby bundler configuration"),
+    ("NODE_", "Node.js hooks (NODE_OPTIONS, NODE_PATH)"),
+    ("NPM_CONFIG_", "npm configuration"),
+    ("GIT_", "git hooks and configuration (GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_EXEC_PATH)"),
+    ("BASH_FUNC_", "exported bash functions"),
+    ("JAVA_", "Java options (JAVA_TOOL_OPTIONS -javaagent)"),
+    ("_JAVA_", "Java options"),
+    ("JDK_", "Java options (JDK_JAVA_OPTIONS)"),
+    ("DOTNET_", ".NET start-up hooks (DOTNET_STARTUP_HOOKS)"),
+    ("COMPLUS_", ".NET runtime settings"),
+    ("CORECLR_", ".NET profiler hooks"),
+    ("MALLOC_", "allocator settings"),
+    ("LUA_", "Lua start-up hooks (LUA_INIT)"),
+    ("KUBERNETES_", "in-cluster service discovery and the exec protocol"),
+    ("FLEETPLANE_", "configuration of fleetplane's own plugins (the hub kubeconfig, the Secret namespace)"),
+    ("SSL_", "which certificate authorities the plugin trusts (SSL_CERT_FILE, SSL_CERT_DIR)"),
+    ("OPENSSL_", "OpenSSL configuration (OPENSSL_CONF loads engines)"),
+    ("XDG_", "where tools read their configuration from"),
 )
+#: Name suffixes a ClusterProfile may never set: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and lower case).
+DENIED_PROFILE_ENV_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("_PROXY", "routes the plugin's requests (and tokens) through a proxy of the profile's choosing"),
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def denied_profile_env(name: str) -> str | None:
+    """Why a ClusterProfile may not set the environment variable ``name`` (``None``: it may)."""
+    upper = name.upper()
+    if upper in DENIED_PROFILE_ENV_NAMES:
+        return DENIED_PROFILE_ENV_NAMES[upper]
+    for prefix, why in DENIED_PROFILE_ENV_PREFIXES:
+        if upper.startswith(prefix):
+            return why
+    for suffix, why in DENIED_PROFILE_ENV_SUFFIXES:
+        if upper.endswith(suffix):
+            return why
+    return None
 
 
 class Providers(Protocol):
@@ -267,9 +346,23 @@ def build_access_config(profile: Mapping[str, Any], providers: Providers) -> Acc
     if ADDITIONAL_ARGS_EXTENSION in by_name and provider.cli_args_policy is CLIArgsPolicy.APPEND:
         extra_args = _parse_additional_args(by_name[ADDITIONAL_ARGS_EXTENSION], err)
         if extra_args:
-            exec_config = dataclasses.replace(exec_config, args=exec_config.args + tuple(extra_args))
+            _check_profile_args(exec_config.args, extra_args, err)
+            exec_config = dataclasses.replace(
+                exec_config, args=exec_config.args + tuple(extra_args), profile_args_start=len(exec_config.args)
+            )
     if ADDITIONAL_ENVS_EXTENSION in by_name and provider.env_vars_policy is not EnvVarsPolicy.IGNORE:
-        extra_env = _parse_additional_envs(by_name[ADDITIONAL_ENVS_EXTENSION], err)
+        denied: list[str] = []
+        extra_env = _parse_additional_envs(by_name[ADDITIONAL_ENVS_EXTENSION], err, denied)
+        if denied:
+            _warn_once(
+                "denied-env",
+                f"{label}|{provider.name}|{','.join(sorted(denied))}",
+                "ClusterProfile %r, provider %r: additional-envs may not set %s (they would let the profile "
+                "run code or choose an identity in the plugin); these variables are not passed",
+                label,
+                provider.name,
+                ", ".join(f"{n} ({denied_profile_env(n)})" for n in sorted(denied)),
+            )
         if extra_env:
             exec_config = dataclasses.replace(
                 exec_config, env=merge_env(exec_config.env, extra_env, provider.env_vars_policy)
@@ -361,7 +454,44 @@ def _parse_additional_args(value: Any, err) -> list[str]:
     return out
 
 
-def _parse_additional_envs(value: Any, err) -> dict[str, str]:
+def _flag_name(arg: str) -> str | None:
+    """``namespace`` for ``--namespace``, ``-namespace`` (Go's flag package) or ``--namespace=x``."""
+    if len(arg) < 2 or not arg.startswith("-") or arg == "--":
+        return None
+    return arg.lstrip("-").split("=", 1)[0] or None
+
+
+def _check_profile_args(operator_args: tuple[str, ...], extra: list[str], err) -> None:
+    """Refuse profile-sourced arguments that would set a flag the provider file already sets.
+
+    Most parsers let the last occurrence of a flag win, and the profile's arguments come last, so a
+    profile could otherwise replace the operator's ``--namespace team-a`` with ``team-b``. Refused:
+    the same flag with one or two dashes or with ``=value``, an abbreviation of it (Python's argparse
+    accepts unambiguous prefixes) and a short flag with its value attached (``-nteam-b``).
+    """
+    operator: list[tuple[str, bool]] = []  # (flag name, written with a single dash)
+    for a in operator_args:
+        if a == "--":
+            break
+        n = _flag_name(a)
+        if n is not None:
+            operator.append((n, not a.startswith("--")))
+    for i, a in enumerate(extra):
+        n = _flag_name(a)
+        if n is None:
+            continue
+        for op, single in operator:
+            short_attached = single and len(op) == 1 and not a.startswith("--") and a[1:2] == op
+            if n == op or (len(n) >= 2 and op.startswith(n)) or short_attached:
+                raise err(
+                    f"additional CLI args extension: item {i} ({a.split('=', 1)[0]!r}) would override the "
+                    f"provider file's {'-' if single else '--'}{op}; a ClusterProfile may only add arguments "
+                    "the provider file does not set"
+                )
+
+
+def _parse_additional_envs(value: Any, err, denied: list[str]) -> dict[str, str]:
+    """The profile's variables; names :func:`denied_profile_env` refuses go to ``denied`` instead."""
     what = "additional env vars"
     value = _maybe_yaml(value, err, what)
     if value is None:
@@ -372,10 +502,14 @@ def _parse_additional_envs(value: Any, err) -> dict[str, str]:
         )
     out: dict[str, str] = {}
     for k, v in value.items():
-        if not isinstance(k, str) or not k or "=" in k or "\x00" in k:
-            raise err(f"failed to unmarshal {what} extension: invalid variable name {k!r}")
-        if k in DENIED_PROFILE_ENV_VARS:
-            raise err(f"{what} extension: variable {k!r} may not be set from a ClusterProfile")
+        if not isinstance(k, str) or not _ENV_NAME.match(k):
+            raise err(
+                f"failed to unmarshal {what} extension: invalid variable name {k!r} "
+                "(letters, digits and '_', not starting with a digit)"
+            )
+        if denied_profile_env(k) is not None:
+            denied.append(k)
+            continue
         s = "" if v is None else _scalar_to_str(v)
         if s is None:
             raise err(

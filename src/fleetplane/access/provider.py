@@ -21,6 +21,7 @@ and tuples), so building a configuration for one ClusterProfile can never leak i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
 import os
@@ -155,6 +156,7 @@ _PROVIDER_KEYS = (
     "profileSourcedCLIArgsPolicy",
     "profileSourcedEnvVarsPolicy",
     "execTimeoutSeconds",
+    "insecureSkipPluginPermissionCheck",
 )
 _EXEC_KEYS = ("command", "args", "env", "apiVersion", "installHint", "provideClusterInfo", "interactiveMode")
 _ENV_KEYS = ("name", "value")
@@ -280,6 +282,15 @@ def _parse_provider(raw: Any, index: int, ctx: _Ctx, exec_timeout: float) -> Pro
         ):
             raise ctx.error(f'"execTimeoutSeconds" must be a positive number, got {t_raw!r}', name)
         timeout = float(t_raw)
+    skip = obj.get("insecureSkipPluginPermissionCheck")
+    if skip is not None and not isinstance(skip, bool):
+        raise ctx.error('"insecureSkipPluginPermissionCheck" must be a boolean', name)
+    if skip:
+        exec_config = dataclasses.replace(exec_config, verify_permissions=False)
+        ctx.warn(
+            "insecureSkipPluginPermissionCheck is set: the plugin runs even if others could have replaced it",
+            name,
+        )
     return Provider(
         name=name, exec_config=exec_config, cli_args_policy=cli, env_vars_policy=envp, exec_timeout=timeout
     )
@@ -302,6 +313,12 @@ def _parse_exec(raw: Mapping[str, Any], ctx: _Ctx, name: str) -> ExecConfig:
         raise ctx.error("execConfig.command is required and must be a non-empty string", name)
     if "\x00" in command:
         raise ctx.error("execConfig.command contains a NUL byte", name)
+    if ("/" in command or (os.altsep and os.altsep in command)) and not os.path.isabs(command):
+        raise ctx.error(
+            f"execConfig.command {command!r} is relative to the working directory (Go's exec refuses such "
+            "commands with ErrDot); use an absolute path or a bare name found in $PATH",
+            name,
+        )
 
     args_raw = ec.get("args")
     if args_raw is None:

@@ -11,7 +11,8 @@
 2. **Immutable manager.** ``spec.clusterManager.name`` cannot change (the CRD says the same
    with a CEL transition rule; this keeps the rule on hubs that do not evaluate CEL).
 3. **No credentials.** Nothing in the profile may be credential material (see
-   :mod:`.credentials`); the error names the field path, never the secret.
+   :mod:`.credentials`: fields, flags and values, also base64-encoded, embedded in strings or
+   in URLs); the error names the field path, never the secret.
 4. **ClusterSet namespaces.** KEP-4322: if an inventory represents a ClusterSet, namespace is
    the grouping mechanism and the namespace carries a clusterset label whose value is the
    ClusterSet's name; a ClusterProfile can only be in one ClusterSet, and then only in that

@@ -52,7 +52,7 @@ import tempfile
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from ._protocol import PluginError, credential_json, read_exec_info, run_plugin
+from ._protocol import PluginError, credential_json, parse_args, read_exec_info, run_plugin
 
 NAME = "fleetplane-secret-reader"
 ENV_HUB_KUBECONFIG = "FLEETPLANE_HUB_KUBECONFIG"
@@ -68,6 +68,10 @@ class Hub:
     namespace: str | None
     tls_server_name: str | None
     source: str
+
+
+#: Options only the provider file may set (a ClusterProfile's additional-args may not).
+OPERATOR_ONLY = frozenset(("kubeconfig", "context", "namespace", "key", "name_format", "timeout"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -288,7 +292,7 @@ def get_secret(hub: Hub, namespace: str, name: str, timeout: float) -> dict:
 
 
 def produce(argv: list[str] | None = None) -> str:
-    args = _parser().parse_args(argv)
+    args = parse_args(_parser(), argv, OPERATOR_ONLY)
     info = read_exec_info()
     cluster_name = info.config_value("clusterName") or args.cluster_name
     if not isinstance(cluster_name, str) or not cluster_name:

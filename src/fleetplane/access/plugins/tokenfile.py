@@ -31,10 +31,14 @@ import json
 import os
 import sys
 
-from ._protocol import PluginError, credential_json, read_exec_info, run_plugin
+from ._protocol import PluginError, credential_json, parse_args, read_exec_info, run_plugin
 
 NAME = "fleetplane-token-file"
 ENV_TOKEN_FILE = "FLEETPLANE_TOKEN_FILE"
+
+
+#: Options only the provider file may set (a ClusterProfile's additional-args may not).
+OPERATOR_ONLY = frozenset(("token_file",))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +82,7 @@ def _parse_time(value: str) -> dt.datetime:
 
 
 def produce(argv: list[str] | None = None) -> str:
-    args = _parser().parse_args(argv)
+    args = parse_args(_parser(), argv, OPERATOR_ONLY)
     info = read_exec_info()
     if not args.token_file:
         raise PluginError(f"no token file: pass --token-file or set ${ENV_TOKEN_FILE}")
