@@ -266,7 +266,7 @@ def test_error_reasons_as_kubectl_prints_them(kubectl: Kubectl):
     assert "doesn't have a resource type" in kubectl.fail("get", "nosuchthings").err
 
 
-@pytest.mark.parametrize("minor", ["1.29", "1.31", "1.33"])
+@pytest.mark.parametrize("minor", ["1.28", "1.29", "1.31", "1.33"])
 def test_other_kubectl_minors(hub: Hub, namespace: str, minor: str):
     k = Kubectl(hub.kubeconfig, minor=minor, namespace=namespace)
     k("create", "configmap", f"v{minor.replace('.', '')}", "--from-literal=a=b")
