@@ -15,6 +15,7 @@ from typing import Any
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
+from .conversion import validate_conversion
 from .types import META_FIELDS, FieldGetter, PrinterColumn, ResourceType, ScaleSpec, Strategy, field_getter
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -35,6 +36,11 @@ def default_crd(obj: dict[str, Any]) -> None:
     conv = spec.setdefault("conversion", {"strategy": "None"})
     if isinstance(conv, dict):
         conv.setdefault("strategy", "None")
+        webhook = conv.get("webhook")
+        client = webhook.get("clientConfig") if isinstance(webhook, dict) else None
+        service = client.get("service") if isinstance(client, dict) else None
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
     versions = spec.get("versions")
     for v in versions if isinstance(versions, list) else []:
         if isinstance(v, dict) and "subresources" in v and v["subresources"] is None:
@@ -125,6 +131,7 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
                     errs.append(e.required(f"{p}.subresources.scale.{f}"))
                 elif not str(scale[f]).startswith("."):
                     errs.append(e.invalid(f"{p}.subresources.scale.{f}", scale[f], "should be a json path under .spec or .status"))
+    errs += validate_conversion(spec.get("conversion"))
     if storage != 1:
         errs.append(e.invalid("spec.versions", versions if False else f"{storage} storage versions", "must have exactly one version marked as storage version"))
     return errs
@@ -237,6 +244,7 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,
             storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
+            conversion=spec.get("conversion"),
             preferred=v is ordered[0],
             storage_version_hash=hashlib.sha256(f"{spec['group']}/{storage_version}/{names['kind']}".encode()).hexdigest()[:11],
         ))

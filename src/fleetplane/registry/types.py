@@ -185,6 +185,9 @@ class ResourceType:
     served: bool = True
     #: from a CRD: its name and uid, for discovery and cleanup
     crd_name: str = ""
+    #: from a CRD: its ``spec.conversion`` (``strategy: Webhook`` converts through a webhook, see
+    #: :mod:`.conversion`); None: versions differ only in apiVersion
+    conversion: Mapping[str, Any] | None = None
     #: the group's preferred version when it has several
     preferred: bool = True
     #: storage version hash for discovery
