@@ -116,6 +116,10 @@ def test_read_in_the_other_version_goes_through_the_webhook(gears: Gears, webhoo
     assert [o["apiVersion"] for o in review["request"]["objects"]] == ["example.com/v1"]
     assert review["_query"] == "timeout=30s"
     assert gears.get("v1", "g1")[1]["spec"] == {"size": 3}
+    metrics = gears.hub.request("GET", "/metrics")[2].decode()
+    assert ('apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="gears.example.com",from_version="v1",'
+            'succeeded="true",to_version="v2"}') in metrics
+    assert 'apiserver_conversion_webhook_request_total{failure_type="",result="success"}' in metrics
 
 
 def test_write_in_the_other_version_is_stored_in_the_storage_version(gears: Gears, webhook: WebhookServer):
@@ -169,23 +173,25 @@ def test_kubectl_reads_both_versions(hub: Hub, gears: Gears, tmp_path: Path):
     assert "k1" in k("get", "gears.v2.example.com").out
 
 
-@pytest.mark.parametrize("failure, message", [
+@pytest.mark.parametrize("failure, message, failure_type", [
     (lambda review: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {
         "uid": review["request"]["uid"], "result": {"status": "Failure", "message": "cannot convert gears today"}}},
-     "conversion webhook for example.com/v1, Kind=Gear failed: cannot convert gears today"),
+     "conversion webhook for example.com/v1, Kind=Gear failed: cannot convert gears today", "malformed_response"),
     (lambda review: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {
         "uid": "not-the-request", "result": {"status": "Success"}, "convertedObjects": []}},
-     'expected response.uid="'),
+     'expected response.uid="', "malformed_response"),
     (lambda review: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {
         "uid": review["request"]["uid"], "result": {"status": "Success"}, "convertedObjects": []}},
-     "conversion for example.com/v1, Kind=Gear returned 0 objects, expected 1"),
+     "conversion for example.com/v1, Kind=Gear returned 0 objects, expected 1", "partial_response"),
     (lambda review: convert(review) | {"response": convert(review)["response"] | {"convertedObjects": [
         dict(o, metadata=dict(o["metadata"], name="other")) for o in convert(review)["response"]["convertedObjects"]]}},
-     "returned invalid converted object at index 1: must have the same name: f1 != other"),
-    (lambda review: b"<html>not json</html>", "conversion webhook for example.com/v1, Kind=Gear failed:"),
-    (lambda review: (_ for _ in ()).throw(Hangup()), 'conversion webhook for example.com/v1, Kind=Gear failed: Post "https://127.0.0.1:'),
+     "returned invalid converted object at index 1: must have the same name: f1 != other", "invalid_converted_object"),
+    (lambda review: b"<html>not json</html>", "conversion webhook for example.com/v1, Kind=Gear failed:", "call"),
+    (lambda review: (_ for _ in ()).throw(Hangup()), 'conversion webhook for example.com/v1, Kind=Gear failed: Post "https://127.0.0.1:',
+     "call"),
 ])
-def test_a_failing_webhook_fails_only_the_other_version(hub: Hub, webhook: WebhookServer, failure, message: str):
+def test_a_failing_webhook_fails_only_the_other_version(hub: Hub, webhook: WebhookServer, failure, message: str,
+                                                         failure_type: str):
     path = "/fail-" + uuid.uuid4().hex[:6]
     webhook.handle(path, convert)
     gears = new_cluster(hub, webhook, path)
@@ -206,6 +212,8 @@ def test_a_failing_webhook_fails_only_the_other_version(hub: Hub, webhook: Webho
     assert gears.get("v1", "f1")[1]["spec"] == {"size": 1}
     assert [i["metadata"]["name"] for i in gears.get("v1")[1]["items"]] == ["f1"]
     gears.create("v1", "f3", 3)
+    metrics = hub.request("GET", "/metrics")[2].decode()
+    assert f'apiserver_conversion_webhook_request_total{{failure_type="conversion_webhook_{failure_type}_failure",result="failure"}}' in metrics
 
 
 def test_a_watch_in_the_other_version_ends_with_the_failure(hub: Hub, webhook: WebhookServer):

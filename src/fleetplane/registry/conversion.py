@@ -19,8 +19,9 @@ from the original. Any failure is a 500 Status (kube's unknown-reason error) wor
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -33,6 +34,18 @@ from .types import ResourceType
 TIMEOUT_SECONDS = 30
 REVIEW_VERSIONS = ("v1", "v1beta1")
 REVIEW_GROUP = "apiextensions.k8s.io"
+#: the failure types of kube's conversion webhook metrics (``apiserver_conversion_webhook_request_total``)
+CALL_FAILURE = "conversion_webhook_call_failure"
+MALFORMED_RESPONSE = "conversion_webhook_malformed_response_failure"
+PARTIAL_RESPONSE = "conversion_webhook_partial_response_failure"
+INVALID_CONVERTED_OBJECT = "conversion_webhook_invalid_converted_object_failure"
+
+#: (crd name, from version, to version, seconds, failure type or None): the server's metrics
+Observer = Callable[[str, str, str, float, "str | None"], None]
+
+
+def _no_metrics(crd_name: str, from_version: str, to_version: str, seconds: float, failure: str | None) -> None:
+    """Without a server (registry tests) nothing counts webhook calls."""
 
 
 def webhook_config(rt: ResourceType) -> Mapping[str, Any] | None:
@@ -64,6 +77,8 @@ class Conversion:
     def __init__(self, client: WebhookClient | None = None, resolver: ServiceResolver | None = None) -> None:
         self.client = client or WebhookClient()
         self.resolver = resolver or ServiceResolver()
+        #: set by the server to its per-app metrics
+        self.observe: Observer = _no_metrics
 
     async def close(self) -> None:
         await self.client.close()
@@ -78,22 +93,32 @@ class Conversion:
         if hook is None or not todo:
             return objs
         source = described_as or _gvk(str(objs[todo[0]].get("apiVersion")), rt.kind)
+        from_version = str(objs[todo[0]].get("apiVersion") or "").rpartition("/")[2]
+        started = time.perf_counter()
+        failure: str | None = None
         try:
-            converted = await self._call(hook, [objs[i] for i in todo], api_version, source)
-        except _Failed as failed:
-            raise conversion_failed(f"conversion for {source} failed: conversion webhook for {source} failed: {failed}") from None
-        if len(converted) != len(todo):
-            raise conversion_failed(f"conversion for {source} returned {len(converted)} objects, expected {len(todo)}")
-        out = list(objs)
-        for index, (i, new) in enumerate(zip(todo, converted, strict=True), start=1):
-            out[i] = _checked(objs[i], new, api_version, f"conversion for {source} returned", index)
-        return out
+            try:
+                converted = await self._call(hook, [objs[i] for i in todo], api_version, source)
+            except _Failed as failed:
+                failure = failed.failure_type
+                raise conversion_failed(f"conversion for {source} failed: conversion webhook for {source} failed: {failed}") from None
+            if len(converted) != len(todo):
+                failure = PARTIAL_RESPONSE
+                raise conversion_failed(f"conversion for {source} returned {len(converted)} objects, expected {len(todo)}")
+            out = list(objs)
+            failure = INVALID_CONVERTED_OBJECT
+            for index, (i, new) in enumerate(zip(todo, converted, strict=True), start=1):
+                out[i] = _checked(objs[i], new, api_version, f"conversion for {source} returned", index)
+            failure = None
+            return out
+        finally:
+            self.observe(rt.crd_name, from_version, api_version.rpartition("/")[2], time.perf_counter() - started, failure)
 
     async def _call(self, hook: Mapping[str, Any], objs: list[dict[str, Any]], api_version: str,
                     source: str) -> list[Any]:
         review_version = next((v for v in hook.get("conversionReviewVersions") or () if v in REVIEW_VERSIONS), None)
         if review_version is None:
-            raise _Failed("no supported conversion review versions")
+            raise _Failed("no supported conversion review versions", CALL_FAILURE)
         uid = str(uuid.uuid4())
         review = {"apiVersion": f"{REVIEW_GROUP}/{review_version}", "kind": "ConversionReview",
                   "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": objs}}
@@ -101,7 +126,7 @@ class Conversion:
             endpoint = endpoint_for(hook.get("clientConfig") or {}, self.resolver)
             answer = await self.client.post(endpoint, review, TIMEOUT_SECONDS)
         except WebhookCallError as err:
-            raise _Failed(str(err)) from None
+            raise _Failed(str(err), CALL_FAILURE) from None
         response = answer.get("response")
         if review_version == "v1":
             got = _gvk(str(answer.get("apiVersion") or ""), str(answer.get("kind") or ""))
@@ -123,6 +148,10 @@ class Conversion:
 
 class _Failed(Exception):
     """The webhook call or its answer failed (the text after kube's ``conversion webhook for X failed:``)."""
+
+    def __init__(self, message: str, failure_type: str = MALFORMED_RESPONSE) -> None:
+        super().__init__(message)
+        self.failure_type = failure_type
 
 
 def _checked(original: dict[str, Any], converted: Any, api_version: str, prefix: str, index: int) -> dict[str, Any]:

@@ -91,6 +91,7 @@ class HubApp:
         self.metrics = Metrics(
             logical_clusters=lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())),
             storage_revision=lambda: registry.cache.revision)
+        registry.store.conversion.observe = self.metrics.observe_conversion
         self.resources = ResourceHandler(registry, config.bookmark_interval, watchers=self.metrics.watchers)
         if pipeline is not None:
             self.resources.object_check = pipeline.object_check
