@@ -28,6 +28,7 @@ def to_version(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
         spec["size"] = {"value": spec["size"], "unit": "cm"}
     elif api_version.endswith("/v1") and isinstance(spec.get("size"), dict):
         spec["size"] = spec["size"]["value"]
+    spec["leftover"] = "neither version has this field"  # pruned by the hub, as kube's schema coercer does
     out["spec"] = spec
     meta = dict(obj["metadata"])
     meta["annotations"] = dict(meta.get("annotations") or {}, **{"example.com/converted-from": obj["apiVersion"]})

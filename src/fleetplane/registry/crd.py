@@ -219,10 +219,12 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
     versions = [v for v in spec["versions"] if v.get("served")]
     storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
     ordered = sorted(versions, key=lambda v: _version_priority(v["name"]))
+    storage_spec = next(v for v in spec["versions"] if v.get("storage"))
+    storage_schema = StructuralSchema(_schema_doc(storage_spec))
     out = []
     for v in versions:
-        schema_doc = (v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        schema = StructuralSchema(schema_doc)
+        schema_doc = _schema_doc(v)
+        schema = storage_schema if v is storage_spec else StructuralSchema(schema_doc)
         sub = v.get("subresources") or {}
         scale = sub.get("scale")
         cols = v.get("additionalPrinterColumns")
@@ -244,11 +246,17 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,
             storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
-            conversion=spec.get("conversion"),
+            conversion=spec.get("conversion"), storage_schema=storage_schema,
             preferred=v is ordered[0],
             storage_version_hash=hashlib.sha256(f"{spec['group']}/{storage_version}/{names['kind']}".encode()).hexdigest()[:11],
         ))
     return out
+
+
+def _schema_doc(version: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return doc
 
 
 def _json_path_getter(path: str) -> FieldGetter:

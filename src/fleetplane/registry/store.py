@@ -205,6 +205,9 @@ class GenericStore:
         (stored,) = await self.conversion.convert(rt, [obj], storage_version)
         stored = dict(stored)
         stored["metadata"] = {k: v for k, v in stored["metadata"].items() if k != "resourceVersion"}
+        if rt.storage_schema is not None:  # what the storage version has no field for is dropped, as kube's coercer does
+            rt.storage_schema.prune(stored)
+            rt.storage_schema.default(stored)
         return orjson.dumps(stored)
 
     @staticmethod

@@ -188,6 +188,8 @@ class ResourceType:
     #: from a CRD: its ``spec.conversion`` (``strategy: Webhook`` converts through a webhook, see
     #: :mod:`.conversion`); None: versions differ only in apiVersion
     conversion: Mapping[str, Any] | None = None
+    #: from a CRD: the storage version's structural schema (prunes what a webhook converts to it)
+    storage_schema: StructuralSchema | None = None
     #: the group's preferred version when it has several
     preferred: bool = True
     #: storage version hash for discovery
