@@ -35,7 +35,9 @@ def test_negotiation_follows_the_clients_order():
     pb = openapi_v2.MEDIA_PROTOBUF
     assert openapi_v2.negotiate("") == "application/json"
     assert openapi_v2.negotiate("application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json") == pb
-    assert openapi_v2.negotiate("application/json;q=0.9, application/com.github.proto-openapi.spec.v2.v1.0+protobuf") == "application/json"
+    assert openapi_v2.negotiate("application/json;q=0.9, application/com.github.proto-openapi.spec.v2.v1.0+protobuf") == pb
+    assert openapi_v2.negotiate("*/*, application/com.github.proto-openapi.spec.v2@v1.0+protobuf") == pb
+    assert openapi_v2.negotiate("application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf") == "application/json"
     assert openapi_v2.negotiate("application/*") == "application/json"
     assert openapi_v2.negotiate("text/html") is None
 

@@ -223,13 +223,26 @@ def etag(json_bytes: bytes) -> str:
 
 
 def negotiate(accept: str) -> str | None:
-    """The Content-Type to answer ``accept`` with (as kube-openapi's handler: the first clause,
-    in the client's order, that one of the forms matches), or None (406)."""
-    for clause in (accept or "*/*").split(","):
-        media = clause.split(";", 1)[0].strip().lower()
-        typ, _, sub = media.partition("/")
+    """The Content-Type to answer ``accept`` with, or None (406): as kube-openapi's handler, the
+    first clause one of the forms matches, clauses ordered as goautoneg's ParseAccept orders
+    them (by q, then the more specific first, then as the client wrote them)."""
+    clauses: list[tuple[float, int, int, str, str]] = []
+    for i, clause in enumerate((accept or "*/*").split(",")):
+        media, *params = clause.split(";")
+        typ, _, sub = media.strip().lower().partition("/")
         if not typ:
             continue
+        q = 1.0
+        for param in params:
+            key, _, value = param.strip().partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        specificity = (typ != "*") + (sub not in ("*", ""))
+        clauses.append((-q, -specificity, i, typ, sub or "*"))
+    for _, _, _, typ, sub in sorted(clauses):
         for a_type, a_sub, returned in _ACCEPTED:
             if typ in (a_type, "*") and sub in (a_sub, "*"):
                 return returned
