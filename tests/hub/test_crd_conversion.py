@@ -172,6 +172,11 @@ def test_kubectl_reads_both_versions(hub: Hub, gears: Gears, tmp_path: Path):
     assert k.get_json("gears.v2.example.com", "k1")["spec"]["size"] == {"value": 4, "unit": "cm"}
     assert k.get_json("gears.v1.example.com", "k1")["spec"]["size"] == 4
     assert "k1" in k("get", "gears.v2.example.com").out
+    manifest = ("apiVersion: example.com/v2\nkind: Gear\nmetadata:\n  name: k2\nspec:\n"
+                "  size:\n    value: 6\n    unit: cm\n")
+    assert k("apply", "-f", "-", stdin=manifest).out.strip() == "gear.example.com/k2 created"
+    assert k("apply", "--server-side", "-f", "-", stdin=manifest.replace("6", "9")).out.strip() == "gear.example.com/k2 serverside-applied"
+    assert gears.get("v1", "k2")[1]["spec"] == {"size": 9}
 
 
 @pytest.mark.parametrize("failure, message, failure_type", [
