@@ -240,18 +240,22 @@ def test_a_watch_in_the_other_version_ends_with_the_failure(hub: Hub, webhook: W
         stream.close()
 
 
-@pytest.mark.parametrize("conversion, message", [
-    ({"strategy": "Webhook"}, "spec.conversion.webhook: Required value: required when strategy is set to Webhook"),
+@pytest.mark.parametrize("conversion, messages", [
+    ({"strategy": "Webhook"}, ["spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                               "spec.conversion.conversionReviewVersions: Required value"]),
     ({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "http://127.0.0.1/convert"}, "conversionReviewVersions": ["v1"]}},
-     "spec.conversion.webhook.clientConfig.url: Invalid value: \"http://127.0.0.1/convert\": 'https' is the only allowed URL scheme"),
-    ({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1/convert"}}},
-     "spec.conversion.webhook.conversionReviewVersions: Required value: must include at least one of v1, v1beta1"),
+     ["spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; "
+      "desired format: https://host[/path]"]),
+    ({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1/convert"}, "conversionReviewVersions": ["v3"]}},
+     ['spec.conversion.conversionReviewVersions: Invalid value: []string{"v3"}: must include at least one of v1, v1beta1']),
     ({"strategy": "Webhook", "webhook": {"clientConfig": {}, "conversionReviewVersions": ["v1"]}},
-     "spec.conversion.webhook.clientConfig: Required value: exactly one of url or service is required"),
-    ({"strategy": "Sometimes"}, 'spec.conversion.strategy: Unsupported value: "Sometimes"'),
+     ["spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"]),
+    ({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"namespace": "default"}}, "conversionReviewVersions": ["v1"]}},
+     ["spec.conversion.webhookClientConfig.service.name: Required value"]),
+    ({"strategy": "Sometimes"}, ['spec.conversion.strategy: Unsupported value: "Sometimes"']),
 ])
-def test_conversion_settings_are_validated(hub: Hub, webhook: WebhookServer, conversion: dict, message: str):
+def test_conversion_settings_are_validated(hub: Hub, webhook: WebhookServer, conversion: dict, messages: list[str]):
     crd = gear_crd(webhook)
     crd["spec"]["conversion"] = conversion
     code, status = hub.json("POST", f"/clusters/cv-bad-{uuid.uuid4().hex[:6]}{CRDS}", crd)
-    assert code == 422 and message in status["message"], status
+    assert code == 422 and all(m in status["message"] for m in messages), status

@@ -213,7 +213,11 @@ def _check_string_map(field: str, value: Any, before: Any) -> list[str]:
 
 
 def validate_conversion(conv: Any) -> list[FieldError]:
-    """``spec.conversion`` as apiextensions validates it (``ValidateCustomResourceConversion``)."""
+    """``spec.conversion`` as apiextensions validates it (``validateCustomResourceConversion``).
+
+    The paths are kube's internal ones, as its messages give them: a v1 CRD's
+    ``webhook.clientConfig`` is ``spec.conversion.webhookClientConfig`` and its
+    ``webhook.conversionReviewVersions`` is ``spec.conversion.conversionReviewVersions``."""
     p = "spec.conversion"
     if conv is None:
         return []
@@ -221,32 +225,44 @@ def validate_conversion(conv: Any) -> list[FieldError]:
         return [e.invalid(p, conv, "must be an object")]
     strategy = conv.get("strategy")
     webhook = conv.get("webhook")
+    hook: dict[str, Any] = webhook if isinstance(webhook, dict) else {}
+    client, versions = hook.get("clientConfig"), hook.get("conversionReviewVersions")
     if strategy not in ("None", "Webhook"):
         return [e.not_supported(f"{p}.strategy", strategy, ["None", "Webhook"])]
-    if strategy == "None":
-        if webhook is not None:
-            return [e.forbidden(f"{p}.webhook", "should not be set when strategy is not set to Webhook")]
-        return []
-    if not isinstance(webhook, dict):
-        return [e.required(f"{p}.webhook", "required when strategy is set to Webhook")]
     errs: list[FieldError] = []
-    versions = webhook.get("conversionReviewVersions")
-    if not versions:
-        errs.append(e.required(f"{p}.webhook.conversionReviewVersions", "must include at least one of v1, v1beta1"))
-    elif not isinstance(versions, list) or not any(v in REVIEW_VERSIONS for v in versions):
-        errs.append(e.invalid(f"{p}.webhook.conversionReviewVersions", versions, "must include at least one of v1, v1beta1"))
-    elif len(set(map(str, versions))) != len(versions):
-        errs.append(e.invalid(f"{p}.webhook.conversionReviewVersions", versions, "duplicate version"))
-    client = webhook.get("clientConfig")
+    if strategy == "None":
+        if client is not None:
+            errs.append(e.forbidden(f"{p}.webhookClientConfig", "should not be set when strategy is not set to Webhook"))
+        if versions:
+            errs.append(e.forbidden(f"{p}.conversionReviewVersions", "should not be set when strategy is not set to Webhook"))
+        return errs
     if not isinstance(client, dict):
-        errs.append(e.required(f"{p}.webhook.clientConfig", "required when strategy is set to Webhook"))
+        errs.append(e.required(f"{p}.webhookClientConfig", "required when strategy is set to Webhook"))
     else:
-        errs += validate_client_config(client, f"{p}.webhook.clientConfig")
+        errs += validate_client_config(client, f"{p}.webhookClientConfig")
+    vp = f"{p}.conversionReviewVersions"
+    if not versions:
+        errs.append(e.required(vp))
+    elif not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        errs.append(e.invalid(vp, versions, "must be a list of strings"))
+    else:
+        seen: set[str] = set()
+        for i, v in enumerate(versions):
+            if v in seen:
+                errs.append(e.invalid(f"{vp}[{i}]", v, "duplicate version"))
+            seen.add(v)
+        if not seen & set(REVIEW_VERSIONS):
+            literal = "[]string{" + ", ".join(f'"{v}"' for v in versions) + "}"
+            errs.append(e.invalid_literal(vp, literal, "must include at least one of v1, v1beta1"))
     return errs
 
 
+_URL_FORM = "; desired format: https://host[/path]"
+
+
 def validate_client_config(client: dict[str, Any], p: str) -> list[FieldError]:
-    """A webhook clientConfig (``ValidateWebhookURL``, ``ValidateWebhookService``, the caBundle)."""
+    """A webhook clientConfig: exactly one of url (``ValidateWebhookURL``) or service
+    (``ValidateWebhookService``), and a caBundle that decodes."""
     import base64
     import binascii
     from urllib.parse import urlsplit
@@ -255,30 +271,35 @@ def validate_client_config(client: dict[str, Any], p: str) -> list[FieldError]:
     url, service = client.get("url"), client.get("service")
     if (url is None) == (service is None):
         errs.append(e.required(p, "exactly one of url or service is required"))
-    if url is not None:
-        parts = urlsplit(str(url)) if isinstance(url, str) else None
-        if parts is None or parts.scheme != "https":
-            errs.append(e.invalid(f"{p}.url", url, "'https' is the only allowed URL scheme"))
-        elif not parts.hostname:
-            errs.append(e.invalid(f"{p}.url", url, "host must be specified"))
-        elif parts.username or parts.password:
-            errs.append(e.invalid(f"{p}.url", url, "user information is not permitted in the URL"))
-        elif parts.fragment:
-            errs.append(e.invalid(f"{p}.url", url, "fragments are not permitted in the URL"))
-        elif parts.query:
-            errs.append(e.invalid(f"{p}.url", url, "query parameters are not permitted in the URL"))
-    if isinstance(service, dict):
+    elif url is not None:
+        try:
+            parts = urlsplit(str(url))
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError as exc:
+            return [e.required(f"{p}.url", f"url must be a valid URL: {exc}{_URL_FORM}")]
+        if parts.scheme != "https":
+            errs.append(e.invalid(f"{p}.url", parts.scheme, "'https' is the only allowed URL scheme" + _URL_FORM))
+        if not parts.netloc:
+            errs.append(e.invalid(f"{p}.url", parts.netloc, "host must be specified" + _URL_FORM))
+        if parts.username is not None:
+            user = parts.username + (":" + "xxxxx" if parts.password is not None else "")
+            errs.append(e.invalid(f"{p}.url", user, "user information is not permitted in the URL"))
+        if parts.fragment:
+            errs.append(e.invalid(f"{p}.url", parts.fragment, "fragments are not permitted in the URL"))
+        if parts.query:
+            errs.append(e.invalid(f"{p}.url", parts.query, "query parameters are not permitted in the URL"))
+    elif not isinstance(service, dict):
+        errs.append(e.invalid(f"{p}.service", service, "must be an object"))
+    else:
         for f in ("name", "namespace"):
             if not service.get(f):
-                errs.append(e.required(f"{p}.service.{f}", f"service {f} is required"))
-        port = service.get("port", 443)
-        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-            errs.append(e.invalid(f"{p}.service.port", port, "port is not valid: must be between 1 and 65535, inclusive"))
+                errs.append(e.required(f"{p}.service.{f}"))
         path = service.get("path")
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
             errs.append(e.invalid(f"{p}.service.path", path, "must start with a '/'"))
-    elif service is not None:
-        errs.append(e.invalid(f"{p}.service", service, "must be an object"))
+        port = service.get("port", 443)
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            errs.append(e.invalid(f"{p}.service.port", port, "port is not valid: must be between 1 and 65535, inclusive"))
     ca = client.get("caBundle")
     if ca is not None:
         try:
