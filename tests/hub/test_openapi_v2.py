@@ -3,6 +3,7 @@ and kubectl 1.28 (which reads only this document) doing what kubectl 1.32 does w
 
 from __future__ import annotations
 
+import gzip
 import json
 import uuid
 from pathlib import Path
@@ -71,6 +72,9 @@ def test_protobuf_decodes_as_gnostic_document_with_the_same_etag(hub: Hub):
     assert list(props["data"].type.value) == ["object"]
     assert list(props["data"].additional_properties.schema.type.value) == ["string"]
     assert props["metadata"]._ref == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    # gzip when asked for, as kube-openapi's handler
+    code, gz_headers, packed = hub.request("GET", "/openapi/v2", headers={"Accept": PROTOBUF, "Accept-Encoding": "gzip"})
+    assert code == 200 and gz_headers["content-encoding"] == "gzip" and gzip.decompress(packed) == body
     # the older spelling of the media type is served too, and one no form matches is 406
     assert hub.request("GET", "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"})[2] == body
     assert hub.request("GET", "/openapi/v2", headers={"Accept": "text/html"})[0] == 406

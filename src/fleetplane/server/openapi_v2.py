@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
 import hashlib
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
@@ -425,6 +426,8 @@ class Swagger:
     last_modified: str
     _doc: dict[str, Any]
     _protobuf: bytes | None = None
+    #: gzip of each encoding, by Content-Type, made when first asked for
+    _gzipped: dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def build(cls, types: Iterable[ResourceType]) -> Swagger:
@@ -436,6 +439,15 @@ class Swagger:
         if self._protobuf is None:
             self._protobuf = to_protobuf(self._doc)
         return self._protobuf
+
+    def body(self, content_type: str, gzipped: bool) -> bytes:
+        data = self.protobuf() if content_type == MEDIA_PROTOBUF else self.json
+        if not gzipped:
+            return data
+        packed = self._gzipped.get(content_type)
+        if packed is None:
+            packed = self._gzipped[content_type] = gzip.compress(data, compresslevel=6, mtime=0)
+        return packed
 
 
 class SwaggerService:
@@ -492,8 +504,17 @@ class SwaggerService:
             await req.send({"type": "http.response.start", "status": 304, "headers": raw})
             await req.send({"type": "http.response.body", "body": b""})
             return
-        if content_type == MEDIA_PROTOBUF:
-            body = await asyncio.to_thread(swagger.protobuf) if swagger._protobuf is None else swagger.protobuf()
-        else:
-            body = swagger.json
+        # kube-openapi wraps the handler in a gzip handler: clients (Go's transport) ask for it
+        gzipped = _accepts_gzip(req.headers.get("accept-encoding", ""))
+        if gzipped:
+            headers = [("content-encoding", "gzip"), ("vary", "Accept-Encoding"), *headers]
+        body = await asyncio.to_thread(swagger.body, content_type, gzipped)
         await respond(req, 200, body, content_type=content_type, extra=headers)
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    for item in accept_encoding.split(","):
+        coding, *params = item.strip().split(";")
+        if coding.strip().lower() == "gzip":
+            return not any(p.strip().replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+    return False
