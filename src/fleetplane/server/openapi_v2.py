@@ -303,8 +303,7 @@ def _set_value(message: Message, field: str, value: Any) -> None:
         setattr(message, field, value)
         return
     _fill(getattr(message, field), value)
-    if not getattr(message, field).ByteSize():
-        getattr(message, field).SetInParent()
+    getattr(message, field).SetInParent()  # present even when empty (an empty schema is still a schema)
 
 
 _PARAM_SUB_SCHEMA = {"header": "header_parameter_sub_schema", "formData": "form_data_parameter_sub_schema",
