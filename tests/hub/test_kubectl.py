@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..harness import Hub, Kubectl, wait_for
+from ..harness import DEFAULT_MINOR, Hub, Kubectl, wait_for
 
 WIDGET_CRD = textwrap.dedent("""\
     apiVersion: apiextensions.k8s.io/v1
@@ -72,12 +72,27 @@ WIDGET = textwrap.dedent("""\
     """)
 
 
+#: kubectl 1.28 reads only /openapi/v2 (explain, client-side apply, the fieldValidation check), 1.29+ v3
+BOTH_OPENAPI_VERSIONS = pytest.mark.parametrize("minor", [DEFAULT_MINOR, "1.28"], indirect=True)
+
+
 @pytest.fixture
-def widgets(hub: Hub, tmp_path: Path) -> Kubectl:
+def minor(request: pytest.FixtureRequest) -> str:
+    """The kubectl minor the ``kubectl`` and ``widgets`` fixtures run (``BOTH_OPENAPI_VERSIONS``)."""
+    return getattr(request, "param", DEFAULT_MINOR)
+
+
+@pytest.fixture
+def kubectl(hub: Hub, namespace: str, minor: str) -> Kubectl:
+    return Kubectl(hub.kubeconfig, minor=minor, namespace=namespace)
+
+
+@pytest.fixture
+def widgets(hub: Hub, tmp_path: Path, minor: str) -> Kubectl:
     """kubectl in a fresh logical cluster where the Widget CRD is established."""
     import uuid
 
-    k = Kubectl(hub.kubeconfig_for("kc-" + uuid.uuid4().hex[:8], tmp_path), namespace="default")
+    k = Kubectl(hub.kubeconfig_for("kc-" + uuid.uuid4().hex[:8], tmp_path), minor=minor, namespace="default")
     k("apply", "-f", "-", stdin=WIDGET_CRD)
     k("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s")
     return k
@@ -90,6 +105,7 @@ def test_api_resources_lists_builtins(kubectl: Kubectl):
     assert "cm " in out and "crd,crds" in out
 
 
+@BOTH_OPENAPI_VERSIONS
 def test_create_get_formats_and_delete(kubectl: Kubectl, namespace: str):
     assert kubectl("create", "configmap", "cfg", "--from-literal=a=1", "--from-literal=b=2").out.strip() == "configmap/cfg created"
     table = kubectl("get", "cm", "cfg").out.splitlines()
@@ -106,6 +122,7 @@ def test_create_get_formats_and_delete(kubectl: Kubectl, namespace: str):
     assert 'Error from server (NotFound): configmaps "cfg" not found' in err
 
 
+@BOTH_OPENAPI_VERSIONS
 def test_apply_client_side_add_change_remove(kubectl: Kubectl):
     manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ap\n  labels: {a: one}\ndata:\n  keep: '1'\n  drop: '2'\n"
     assert "created" in kubectl("apply", "-f", "-", stdin=manifest).out
@@ -177,6 +194,7 @@ def test_client_side_to_server_side_apply_migration(kubectl: Kubectl):
     assert obj["data"] == {"a": "1"}
 
 
+@BOTH_OPENAPI_VERSIONS
 def test_custom_resources_end_to_end(widgets: Kubectl):
     k = widgets
     assert "widget.example.com/w1 created" in k("apply", "-f", "-", stdin=WIDGET.format(name="w1")).out
@@ -235,6 +253,7 @@ def test_delete_with_finalizer_and_propagation_policies(kubectl: Kubectl, hub: H
     wait_for(lambda: kubectl("get", "cm", "fin", check=False).code != 0, what="finalized configmap gone")
 
 
+@BOTH_OPENAPI_VERSIONS
 def test_explain_builtin_and_custom(widgets: Kubectl):
     out = widgets("explain", "configmap.data").out
     assert "FIELD: data" in out or "data" in out
@@ -266,7 +285,7 @@ def test_error_reasons_as_kubectl_prints_them(kubectl: Kubectl):
     assert "doesn't have a resource type" in kubectl.fail("get", "nosuchthings").err
 
 
-@pytest.mark.parametrize("minor", ["1.29", "1.31", "1.33"])
+@pytest.mark.parametrize("minor", ["1.28", "1.29", "1.31", "1.33"])
 def test_other_kubectl_minors(hub: Hub, namespace: str, minor: str):
     k = Kubectl(hub.kubeconfig, minor=minor, namespace=namespace)
     k("create", "configmap", f"v{minor.replace('.', '')}", "--from-literal=a=b")

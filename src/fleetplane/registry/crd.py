@@ -14,6 +14,7 @@ from typing import Any
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
+from .conversion import validate_conversion
 from .types import (
     META_FIELDS,
     FieldGetter,
@@ -43,6 +44,11 @@ def default_crd(obj: dict[str, Any]) -> None:
     conv = spec.setdefault("conversion", {"strategy": "None"})
     if isinstance(conv, dict):
         conv.setdefault("strategy", "None")
+        webhook = conv.get("webhook")
+        client = webhook.get("clientConfig") if isinstance(webhook, dict) else None
+        service = client.get("service") if isinstance(client, dict) else None
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
     versions = spec.get("versions")
     for v in versions if isinstance(versions, list) else []:
         if isinstance(v, dict) and "subresources" in v and v["subresources"] is None:
@@ -133,6 +139,7 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
                     errs.append(e.required(f"{p}.subresources.scale.{f}"))
                 elif not str(scale[f]).startswith("."):
                     errs.append(e.invalid(f"{p}.subresources.scale.{f}", scale[f], "should be a json path under .spec or .status"))
+    errs += validate_conversion(spec.get("conversion"))
     if storage != 1:
         errs.append(e.invalid("spec.versions", versions if False else f"{storage} storage versions", "must have exactly one version marked as storage version"))
     return errs
@@ -220,10 +227,12 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
     versions = [v for v in spec["versions"] if v.get("served")]
     storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
     ordered = sorted(versions, key=lambda v: _version_priority(v["name"]))
+    storage_spec = next(v for v in spec["versions"] if v.get("storage"))
+    storage_schema = StructuralSchema(_schema_doc(storage_spec))
     out = []
     for v in versions:
-        schema_doc = (v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        schema = StructuralSchema(schema_doc)
+        schema_doc = _schema_doc(v)
+        schema = storage_schema if v is storage_spec else StructuralSchema(schema_doc)
         sub = v.get("subresources") or {}
         scale = sub.get("scale")
         cols = v.get("additionalPrinterColumns")
@@ -245,11 +254,18 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,
             storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
+            conversion=spec.get("conversion"), storage_schema=storage_schema,
             preferred=v is ordered[0],
             storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
             warning=_deprecation_warning(v, spec, names["kind"]),
         ))
     return out
+
+
+def _schema_doc(version: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = (version.get("schema") or {}).get("openAPIV3Schema") or {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return doc
 
 
 def _json_path_getter(path: str) -> FieldGetter:

@@ -77,6 +77,7 @@ class Registry:
         if self._compactor:
             self._compactor.cancel()
         await self.lifecycle.close()
+        await self.store.conversion.close()
         await self.cache.close()
         await self.storage.close()
 

@@ -39,6 +39,7 @@ from ..storage.interface import (
 from ..storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
 from . import apply as ssa
 from . import patch as patching
+from .conversion import Conversion, webhook_config
 from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid
 from .types import ResourceType
@@ -119,11 +120,14 @@ def decode_continue(token: str) -> tuple[int, str]:
 
 
 class GenericStore:
-    def __init__(self, storage: Store, cache: WatchCache, admission: Chain | None = None) -> None:
+    def __init__(self, storage: Store, cache: WatchCache, admission: Chain | None = None,
+                 conversion: Conversion | None = None) -> None:
         self.storage = storage
         self.cache = cache
         #: the admission chain every write meets, on every verb path (dry-run included)
         self.admission = admission or Chain()
+        #: CRD conversion webhooks, for custom resources served in a version they are not stored in
+        self.conversion = conversion or Conversion()
         self._locks = KeyLocks()
 
     # -- keys and presentation ------------------------------------------------------------
@@ -143,6 +147,8 @@ class GenericStore:
         if rt.stored_as is not None and obj.get("apiVersion") == rt.stored_as.api_version:
             return rt.stored_as.from_storage(obj)
         if rt.custom or obj.get("apiVersion") != rt.api_version:
+            if obj.get("apiVersion") != rt.api_version and webhook_config(rt) is not None:
+                raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted by the webhook")
             obj = copy_obj(obj)
             obj["apiVersion"] = rt.api_version
             rt.strategy.on_read(obj)
@@ -169,6 +175,46 @@ class GenericStore:
         encoded: bytes = view[2]
         return encoded
 
+    async def converted(self, rt: ResourceType, objs: builtins.list[dict[str, Any]], list_kind: bool = False) -> builtins.list[dict[str, Any]]:
+        """Stored objects as served in ``rt``'s version: through the CRD's conversion webhook
+        (one review for all that need it, then pruned and defaulted by ``rt``'s schema) when
+        it has one, else as :meth:`present` makes them."""
+        if webhook_config(rt) is None or all(o.get("apiVersion") == rt.api_version for o in objs):
+            return [self.present(rt, o) for o in objs]
+        described = f"{rt.api_version}, Kind={rt.list_kind}" if list_kind else ""
+        out = await self.conversion.convert(rt, objs, rt.api_version, described)
+        served = []
+        for before, obj in zip(objs, out, strict=True):
+            if obj is before:
+                served.append(self.present(rt, obj))
+                continue
+            if rt.schema is not None:
+                rt.schema.prune(obj)
+            rt.strategy.on_read(obj)
+            served.append(obj)
+        return served
+
+    async def present_converted(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`present`, converting through the CRD's webhook if the version differs."""
+        if webhook_config(rt) is None or obj.get("apiVersion") == rt.api_version:
+            return self.present(rt, obj)
+        (served,) = await self.converted(rt, [obj])
+        return served
+
+    async def encode_converted(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
+        """:meth:`encode_for_storage`, converting to the storage version through the CRD's
+        webhook when the object is in another version."""
+        storage_version = rt.storage_api_version()
+        if webhook_config(rt) is None or obj.get("apiVersion") in (None, storage_version):
+            return self.encode_for_storage(rt, obj)
+        (stored,) = await self.conversion.convert(rt, [obj], storage_version)
+        stored = dict(stored)
+        stored["metadata"] = {k: v for k, v in stored["metadata"].items() if k != "resourceVersion"}
+        if rt.storage_schema is not None:  # what the storage version has no field for is dropped, as kube's coercer does
+            rt.storage_schema.prune(stored)
+            rt.storage_schema.default(stored)
+        return orjson.dumps(stored)
+
     @staticmethod
     def encode_for_storage(rt: ResourceType, obj: dict[str, Any]) -> bytes:
         if rt.stored_as is not None:
@@ -194,6 +240,8 @@ class GenericStore:
             or self._default(rt, ctx.cluster, name)
         if cur is None:
             raise e.not_found(rt.group, rt.plural, name)
+        if webhook_config(rt) is not None:
+            return await self.present_converted(rt, cur.obj)
         return self.presented(rt, cur)
 
     def _default(self, rt: ResourceType, cluster: str, name: str) -> CachedObject | None:
@@ -233,14 +281,21 @@ class GenericStore:
     async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict[str, Any]:
         """A list body; ``ctx.cluster`` "*" lists every logical cluster."""
         found, meta = await self._select(rt, ctx, opts)
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
-                "items": [self.presented(rt, o) for o in found]}
+        if webhook_config(rt) is not None:
+            items = await self.converted(rt, [o.obj for o in found], list_kind=True)
+        else:
+            items = [self.presented(rt, o) for o in found]
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
 
     async def list_json(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> bytes:
         """``list`` encoded, from each object's memoized JSON."""
         found, meta = await self._select(rt, ctx, opts)
         head = orjson.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
-        return head[:-1] + b',"items":[' + b",".join([self.presented_json(rt, o) for o in found]) + b"]}"
+        if webhook_config(rt) is not None:
+            items = [orjson.dumps(o) for o in await self.converted(rt, [o.obj for o in found], list_kind=True)]
+        else:
+            items = [self.presented_json(rt, o) for o in found]
+        return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
 
     async def _select(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> tuple[builtins.list[CachedObject], dict[str, Any]]:
         if opts.continue_token:
@@ -370,7 +425,7 @@ class GenericStore:
             return self.present(rt, obj)
         key = self.key(rt, ctx.cluster, ctx.namespace, meta["name"])
         try:
-            rev = await self.storage.create(key, self.encode_for_storage(rt, obj))
+            rev = await self.storage.create(key, await self.encode_converted(rt, obj))
         except KeyExistsError:
             err = e.already_exists(rt.group, rt.plural, meta["name"])
             if generated:
@@ -473,7 +528,7 @@ class GenericStore:
                 cur = await self._current(rt, key) or self._default(rt, ctx.cluster, name)
                 if cur is None:
                     raise e.not_found(rt.group, rt.plural, name)
-                old = self.present(rt, cur.obj)
+                old = await self.present_converted(rt, cur.obj)
                 new = mutate(copy_obj(old))
                 new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
                 want = precondition_rv or (new_rv if patch and new_rv != "0" else None)
@@ -571,11 +626,11 @@ class GenericStore:
         if revision == 0:
             # a shared default changed for the first time (copy-on-write): this cluster's own copy
             try:
-                rev = await self.storage.create(key, self.encode_for_storage(rt, new))
+                rev = await self.storage.create(key, await self.encode_converted(rt, new))
             except KeyExistsError:
                 raise RevisionMismatchError(key, None) from None  # another writer stored it first: retry
         else:
-            rev = await self.storage.update(key, self.encode_for_storage(rt, new), revision)
+            rev = await self.storage.update(key, await self.encode_converted(rt, new), revision)
         meta["resourceVersion"] = str(rev)
         return self.present(rt, new)
 
@@ -627,11 +682,11 @@ class GenericStore:
                             continue
                         except KeyNotFoundError:
                             raise e.not_found(rt.group, rt.plural, name) from None
-                    return self.present(rt, obj), 200, rt.strategy.returns_deleted_object
+                    return await self.present_converted(rt, obj), 200, rt.strategy.returns_deleted_object
                 pending = int(meta.get("deletionGracePeriodSeconds") or 0)
                 shortened = bool(meta.get("deletionTimestamp")) and grace < pending
                 if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) and not shortened:
-                    return self.present(rt, obj), 200, True
+                    return await self.present_converted(rt, obj), 200, True
                 if not meta.get("deletionTimestamp") or shortened:
                     # the time it may go: now plus its grace period (a shorter one moves it earlier)
                     since = time.time() if not shortened else (parse_time(meta["deletionTimestamp"]) or time.time()) - pending
@@ -644,13 +699,13 @@ class GenericStore:
                     obj.setdefault("status", {})["phase"] = "Terminating"
                 rt.strategy.before_write(obj, cur.obj, ctx.cluster)
                 if ctx.dry_run:
-                    return self.present(rt, obj), 200, True
+                    return await self.present_converted(rt, obj), 200, True
                 try:
-                    rev = await self.storage.update(key, self.encode_for_storage(rt, obj), cur.revision)
+                    rev = await self.storage.update(key, await self.encode_converted(rt, obj), cur.revision)
                 except RevisionMismatchError:
                     continue
                 meta["resourceVersion"] = str(rev)
-                return self.present(rt, obj), 202 if options.get("orphanDependents") is False else 200, True
+                return await self.present_converted(rt, obj), 202 if options.get("orphanDependents") is False else 200, True
             raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
     async def system_delete(self, key: str) -> None:

@@ -213,6 +213,11 @@ class ResourceType:
     served: bool = True
     #: from a CRD: its name and uid, for discovery and cleanup
     crd_name: str = ""
+    #: from a CRD: its ``spec.conversion`` (``strategy: Webhook`` converts through a webhook, see
+    #: :mod:`.conversion`); None: versions differ only in apiVersion
+    conversion: Mapping[str, Any] | None = None
+    #: from a CRD: the storage version's structural schema (prunes what a webhook converts to it)
+    storage_schema: StructuralSchema | None = None
     #: the group's preferred version when it has several
     preferred: bool = True
     #: kept in another kind's storage (see :class:`StoredAs`); None: its own

@@ -31,7 +31,7 @@ from ..pipeline.authentication.serviceaccount import (
 )
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
-from . import discovery, openapi
+from . import discovery, openapi, openapi_v2
 from .filters import Pipeline, request_verb
 from .handlers import ResourceHandler
 from .http import Request, respond, respond_error, respond_json
@@ -91,12 +91,14 @@ class HubApp:
         self.metrics = Metrics(
             logical_clusters=lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())),
             storage_revision=lambda: registry.cache.revision)
+        registry.store.conversion.observe = self.metrics.observe_conversion
         self.resources = ResourceHandler(registry, config.bookmark_interval, watchers=self.metrics.watchers)
         if pipeline is not None:
             self.resources.object_check = pipeline.object_check
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
         self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}
+        self._swagger = openapi_v2.SwaggerService()
 
     # -- ASGI -----------------------------------------------------------------------------
 
@@ -253,8 +255,11 @@ class HubApp:
                                extra=[("cache-control", f"public, max-age={DISCOVERY_MAX_AGE}")])
         elif head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
             await self._openapi_v3(req, info)
+        elif head == "openapi" and parts[1:] == ("v2",):
+            await self._swagger.serve(req, info.cluster, self.registry.catalog.generation.get(info.cluster, 0),
+                                      self.registry.catalog.types(info.cluster))
         elif not parts:
-            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/openapi/v3", "/readyz", "/version"}
+            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/openapi/v2", "/openapi/v3", "/readyz", "/version"}
                            | {f"/apis/{rt.group_version}" for rt in self.registry.catalog.types(info.cluster) if rt.group})
             await respond_json(req, 200, {"paths": paths})
         else:

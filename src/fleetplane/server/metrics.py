@@ -47,6 +47,16 @@ class Metrics:
               registry=self.registry).set_function(logical_clusters)
         Gauge("fleetplane_storage_revision", "The store's current revision.",
               registry=self.registry).set_function(storage_revision)
+        self.conversion_requests = Counter(
+            "apiserver_conversion_webhook_request_total",
+            "Counter for conversion webhook requests with success/failure and failure error type",
+            ["result", "failure_type"], registry=self.registry)
+        self.conversion_latency = Histogram(
+            "apiserver_conversion_webhook_duration_seconds", "Conversion webhook request latency",
+            ["result", "failure_type"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.crd_conversion_latency = Histogram(
+            "apiserver_crd_conversion_webhook_duration_seconds", "CRD webhook conversion duration in seconds",
+            ["crd_name", "from_version", "to_version", "succeeded"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self.registry.register(_ProcessWide())  # type: ignore[arg-type]
 
     def observe(self, req: Request, info: RequestInfo | None, code: int, seconds: float) -> None:
@@ -56,6 +66,14 @@ class Metrics:
                              str(code)).inc()
         if verb != "watch":
             self.latency.labels(verb, resource).observe(seconds)
+
+    def observe_conversion(self, crd_name: str, from_version: str, to_version: str, seconds: float,
+                           failure_type: str | None) -> None:
+        """One call of a CRD's conversion webhook (registry.conversion's ``observe``)."""
+        result = "failure" if failure_type else "success"
+        self.conversion_requests.labels(result, failure_type or "").inc()
+        self.conversion_latency.labels(result, failure_type or "").observe(seconds)
+        self.crd_conversion_latency.labels(crd_name, from_version, to_version, str(failure_type is None).lower()).observe(seconds)
 
     def exposition(self) -> bytes:
         """The text format ``/metrics`` answers with."""

@@ -15,6 +15,7 @@ from prometheus_client import Gauge
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
+from ..registry.conversion import webhook_config
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
 from ..storage.watchcache import CachedObject, WatchEvent
@@ -80,8 +81,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
 
     listener = asyncio.create_task(watch_disconnect())
     try:
-        chunk = [encoder.event("ADDED", o) for o in initial]
-        chunk += [encoder.watch_event(ev) for ev in replay]
+        chunk = [await encoder.events([("ADDED", o) for o in initial] + list(replay))]
         if send_initial.lower() == "true" and bookmarks:
             chunk.append(encoder.bookmark(start_rev, initial_end=True))
         if chunk:
@@ -105,16 +105,19 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
                 if watcher.overflowed:
                     await stream_chunk(req, _error_event(e.gone("the watcher fell too far behind; please resume")))
                 break
-            out = [encoder.watch_event(ev)]
+            ready = [ev]
             last_rev = ev.revision
             while not watcher.queue.empty():  # write whatever else is ready in one chunk
                 nxt = watcher.queue.get_nowait()
                 if nxt is None:
                     watcher.queue.put_nowait(None)
                     break
-                out.append(encoder.watch_event(nxt))
+                ready.append(nxt)
                 last_rev = nxt.revision
-            await stream_chunk(req, b"".join(out))
+            await stream_chunk(req, await encoder.events(list(ready)))
+    except StatusError as err:  # a conversion webhook failed: the stream ends with its Status
+        with contextlib.suppress(OSError):
+            await stream_chunk(req, _error_event(err))
     except OSError:
         pass
     finally:
@@ -139,16 +142,29 @@ class _Encoder:
         self.headers_sent = False
         self.plain = not table and not rt.custom and rt.stored_as is None  # the stored bytes as they are
 
-    def _object_bytes(self, co: CachedObject) -> bytes:
+    def _object_bytes(self, co: CachedObject, converted: dict | None = None) -> bytes:
         if self.table:
-            presented = self.store.presented(self.rt, co)
+            presented = converted if converted is not None else self.store.presented(self.rt, co)
             body = tables.to_table(self.rt, [presented], include_object=self.include_object, no_headers=self.headers_sent)
             self.headers_sent = True
             return orjson.dumps(body)
+        if converted is not None:
+            return orjson.dumps(converted)
         return self.store.presented_json(self.rt, co)
 
-    def event(self, etype: str, co: CachedObject) -> bytes:
-        return b'{"type":"' + etype.encode() + b'","object":' + self._object_bytes(co) + b"}\n"
+    def event(self, etype: str, co: CachedObject, converted: dict | None = None) -> bytes:
+        return b'{"type":"' + etype.encode() + b'","object":' + self._object_bytes(co, converted) + b"}\n"
+
+    async def events(self, events: list[tuple[str, CachedObject] | WatchEvent]) -> bytes:
+        """Several events (initial objects or watch events) in one chunk; objects served through
+        a conversion webhook are converted together, in one review (a failure raises its StatusError)."""
+        if not events:
+            return b""
+        pairs = [(ev.type, ev.cur) if isinstance(ev, WatchEvent) else ev for ev in events]
+        if webhook_config(self.rt) is not None:
+            objs = await self.store.converted(self.rt, [co.obj for _, co in pairs])
+            return b"".join(self.event(etype, co, obj) for (etype, co), obj in zip(pairs, objs, strict=True))
+        return b"".join(self.watch_event(ev) if isinstance(ev, WatchEvent) else self.event(*ev) for ev in events)
 
     def watch_event(self, ev: WatchEvent) -> bytes:
         if self.plain:
