@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
 from ..pipeline.authentication.errors import AuthenticationError
@@ -42,6 +43,7 @@ from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
 from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
 from ..pipeline.user import MASTERS, UserInfo
+from ..pipeline.webhook import ServiceResolver, WebhookClient
 from ..plugin import Contributions, Controller, ControllerContext
 from ..registry.catalog import ROOT
 from ..registry.hub import Registry
@@ -99,6 +101,9 @@ class HubConfig:
     encryption_provider_config: str | None = None
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
+    #: where webhook clientConfig.service references are dialled: ``<name>.<namespace>.svc`` -> host
+    #: (the hub serves no Services yet); a name not listed is looked up in DNS
+    webhook_service_hosts: dict[str, str] = field(default_factory=dict)
 
 
 class _Server(uvicorn.Server):
@@ -265,6 +270,15 @@ def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
             rt.defaults = lambda cluster: bootstrap.CLUSTER_ROLE_BINDINGS
 
 
+def add_webhooks(registry: Registry, client: WebhookClient, resolver: ServiceResolver) -> None:
+    """The admission webhooks, last in the chain as in kube (after every built-in plugin)."""
+    def served(cluster: str, group: str, resource: str) -> list[str]:
+        return [rt.version for rt in registry.catalog.types(cluster) if rt.group == group and rt.plural == resource]
+
+    registry.store.admission.add(MutatingWebhooks(registry.cache, served, client, resolver))
+    registry.store.admission.add(ValidatingWebhooks(registry.cache, served, client, resolver))
+
+
 def build(opts: HubConfig, contributions: Contributions) -> Hub:
     """The hub ``opts`` describes, serving what ``contributions`` add (see :func:`fleetplane.hub.build_hub`)."""
     # Everything the hub writes (database, WAL, keys, kubeconfigs) is its owner's alone,
@@ -285,6 +299,8 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
+    webhook_client = WebhookClient()
+    add_webhooks(registry, webhook_client, ServiceResolver(opts.webhook_service_hosts))
     audit = None
     if opts.audit_log_path:
         # without a policy file, every request at Metadata (kube audits nothing without one)
@@ -293,6 +309,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         audit = AuditLog(opts.audit_log_path, policy)
     app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
+    app.on_shutdown.append(webhook_client.close)
     if oidc is not None:
         app.on_startup.append(oidc.start)
     if pipeline is not None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
+from ...apimachinery.gofmt import go_quote
 from ...apimachinery.validation import (
     dns1035_label_errors,
     dns1123_subdomain_error,
@@ -62,6 +63,12 @@ def _has_wildcard(items: list[Any]) -> bool:
     return "*" in items
 
 
+def _invalid_list(path: str, items: list[Any], detail: str) -> FieldError:
+    """A list named as Go's %#v prints a []string: ``[]string{"*/*", "pods"}``."""
+    literal = "[]string{" + ", ".join(go_quote(str(i)) for i in items) + "}"
+    return e.invalid_literal(path, literal, detail)
+
+
 def _validate_resources(resources: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     if not isinstance(resources, list) or not resources:
@@ -89,9 +96,9 @@ def _validate_resources(resources: Any, path: str) -> list[FieldError]:
         if res == "*":
             wild_res_subs.add(sub)
     if len(resources) > 1 and double:
-        errs.append(e.invalid(path, resources, "if '*/*' is present, must not specify other resources"))
+        errs.append(_invalid_list(path, resources, "if '*/*' is present, must not specify other resources"))
     if single and plain:
-        errs.append(e.invalid(path, resources, "if '*' is present, must not specify other resources without subresources"))
+        errs.append(_invalid_list(path, resources, "if '*' is present, must not specify other resources without subresources"))
     return errs
 
 
@@ -104,7 +111,7 @@ def _validate_rule(rule: Any, path: str) -> list[FieldError]:
         errs.append(e.required(f"{path}.operations"))
     elif isinstance(ops, list):
         if len(ops) > 1 and _has_wildcard(ops):
-            errs.append(e.invalid(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
+            errs.append(_invalid_list(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
         for i, op in enumerate(ops):
             if op not in OPERATIONS:
                 errs.append(e.not_supported(f"{path}.operations[{i}]", op, list(OPERATIONS)))
@@ -112,13 +119,13 @@ def _validate_rule(rule: Any, path: str) -> list[FieldError]:
     if not groups:
         errs.append(e.required(f"{path}.apiGroups"))
     elif len(groups) > 1 and _has_wildcard(groups):
-        errs.append(e.invalid(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
+        errs.append(_invalid_list(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
     versions = rule.get("apiVersions")
     if not versions:
         errs.append(e.required(f"{path}.apiVersions"))
     else:
         if len(versions) > 1 and _has_wildcard(versions):
-            errs.append(e.invalid(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
+            errs.append(_invalid_list(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
         errs += [e.required(f"{path}.apiVersions[{i}]") for i, v in enumerate(versions) if not v]
     errs += _validate_resources(rule.get("resources"), f"{path}.resources")
     scope = rule.get("scope")
@@ -259,7 +266,7 @@ def validate_webhook(hook: Any, path: str, mutating: bool, names: set[str]) -> l
                 errs.append(e.invalid(f"{path}.admissionReviewVersions[{i}]", v, "duplicate version"))
             seen.add(str(v))
         if not any(v in REVIEW_VERSIONS for v in versions):
-            errs.append(e.invalid(f"{path}.admissionReviewVersions", versions,
+            errs.append(_invalid_list(f"{path}.admissionReviewVersions", versions,
                                   "must include at least one of v1, v1beta1"))
     timeout = hook.get("timeoutSeconds")
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 30):
