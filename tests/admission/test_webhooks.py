@@ -354,3 +354,33 @@ def test_tls_is_verified_against_the_ca_bundle(api: Api, server: WebhookServer) 
                                    f'Post "{server.url(path)}?timeout=10s": tls: failed to verify certificate: '
                                    "x509: certificate signed by unknown authority")
     assert requests_for(server, path, "c1") == []
+
+
+def test_match_policy_equivalent_sends_the_version_the_rule_names(api: Api, server: WebhookServer) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+                    "versions": [{"name": v, "served": True, "storage": v == "v1",
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+                                 for v in ("v1", "v2")]}}
+    assert api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).status_code == 201
+    equivalent, exact = unique("equivalent"), unique("exact")
+    server.handle(equivalent, lambda rv: allow(rv))
+    server.handle(exact, lambda rv: allow(rv))
+    rule = [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]
+    api.configure("ValidatingWebhookConfiguration", "versions", [
+        hook(server, "equivalent.example.com", equivalent, rules=rule),
+        hook(server, "exact.example.com", exact, rules=rule, matchPolicy="Exact")])
+
+    def create(version: str, name: str) -> int:
+        return api("POST", f"/apis/example.com/{version}/namespaces/default/widgets",
+                   {"apiVersion": f"example.com/{version}", "kind": "Widget", "metadata": {"name": name}}).status_code
+
+    assert wait_for(lambda: create("v2", "through-v2") == 201, timeout=30, what="the CRD served")
+    assert create("v1", "through-v1") == 201
+    calls = requests_for(server, equivalent, "through-v2")
+    assert len(calls) == 1
+    assert calls[0]["kind"] == {"group": "example.com", "version": "v1", "kind": "Widget"}
+    assert calls[0]["requestKind"] == {"group": "example.com", "version": "v2", "kind": "Widget"}
+    assert calls[0]["object"]["apiVersion"] == "example.com/v1"
+    assert requests_for(server, exact, "through-v2") == []
+    assert len(requests_for(server, exact, "through-v1")) == 1
