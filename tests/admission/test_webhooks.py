@@ -105,6 +105,10 @@ def test_a_validating_webhook_denies_with_kubes_message_and_sees_the_review(api:
     assert req["object"]["data"] == {"k": "v"} and req["oldObject"] is None
     assert req["options"] == {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
     assert server.reviews(path)[-1]["_query"] == "timeout=10s"
+    metrics = api.client.get(api.hub.url + "/metrics").text
+    assert ('apiserver_admission_webhook_rejection_count_total{error_type="no_error",name="names.example.com",'
+            'operation="CREATE",rejection_code="403",type="validate"} 1.0') in metrics
+    assert 'apiserver_admission_webhook_admission_duration_seconds_count{name="names.example.com",operation="CREATE",rejected="false",type="validate"} 1.0' in metrics
 
 
 def test_a_denial_without_a_message_and_a_low_code(api: Api, server: WebhookServer) -> None:

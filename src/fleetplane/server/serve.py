@@ -19,7 +19,7 @@ from types import FrameType
 
 import uvicorn
 
-from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks
+from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookMetrics, WebhookPlugin
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
 from ..pipeline.authentication.errors import AuthenticationError
@@ -270,13 +270,16 @@ def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
             rt.defaults = lambda cluster: bootstrap.CLUSTER_ROLE_BINDINGS
 
 
-def add_webhooks(registry: Registry, client: WebhookClient, resolver: ServiceResolver) -> None:
+def add_webhooks(registry: Registry, client: WebhookClient, resolver: ServiceResolver) -> list[WebhookPlugin]:
     """The admission webhooks, last in the chain as in kube (after every built-in plugin)."""
     def served(cluster: str, group: str, resource: str) -> list[str]:
         return [rt.version for rt in registry.catalog.types(cluster) if rt.group == group and rt.plural == resource]
 
-    registry.store.admission.add(MutatingWebhooks(registry.cache, served, client, resolver))
-    registry.store.admission.add(ValidatingWebhooks(registry.cache, served, client, resolver))
+    plugins: list[WebhookPlugin] = [MutatingWebhooks(registry.cache, served, client, resolver),
+                                    ValidatingWebhooks(registry.cache, served, client, resolver)]
+    for plugin in plugins:
+        registry.store.admission.add(plugin)
+    return plugins
 
 
 def build(opts: HubConfig, contributions: Contributions) -> Hub:
@@ -300,7 +303,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
     webhook_client = WebhookClient()
-    add_webhooks(registry, webhook_client, ServiceResolver(opts.webhook_service_hosts))
+    webhooks = add_webhooks(registry, webhook_client, ServiceResolver(opts.webhook_service_hosts))
     audit = None
     if opts.audit_log_path:
         # without a policy file, every request at Metadata (kube audits nothing without one)
@@ -310,6 +313,9 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
     app.on_shutdown.append(webhook_client.close)
+    webhook_metrics = WebhookMetrics(app.metrics.registry)
+    for plugin in webhooks:
+        plugin.metrics = webhook_metrics
     if oidc is not None:
         app.on_startup.append(oidc.start)
     if pipeline is not None:

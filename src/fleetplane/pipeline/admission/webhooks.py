@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import Any
 
 import jsonpatch
 import orjson
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError, StatusError
@@ -60,6 +62,24 @@ OPTIONS_KIND = {CREATE: "CreateOptions", UPDATE: "UpdateOptions", DELETE: "Delet
 
 #: (cluster, group, resource) -> the versions of that resource served in the cluster
 ServedVersions = Callable[[str, str, str], Sequence[str]]
+
+
+class WebhookMetrics:
+    """kube's webhook metrics, in the hub's own registry (``/metrics``)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.duration = Histogram(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency in seconds, by name, type (validate or admit), operation and rejected.",
+            ["name", "type", "operation", "rejected"], buckets=(0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25), registry=registry)
+        self.rejections = Counter(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejections, by name, type, operation, error_type and rejection_code.",
+            ["name", "type", "operation", "error_type", "rejection_code"], registry=registry)
+        self.fail_open = Counter(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook calls that failed and were ignored (failurePolicy Ignore), by name and type.",
+            ["name", "type"], registry=registry)
 
 
 @dataclass(frozen=True)
@@ -250,9 +270,12 @@ def _denied(hook: Hook, status: Any) -> StatusError:
     return StatusError(code, str(status.get("reason") or ""), message, details)
 
 
-class _WebhookPlugin(BasePlugin):
+class WebhookPlugin(BasePlugin):
     operations = frozenset({CREATE, UPDATE, DELETE, CONNECT})
     kind_label = ""  # "validating" / "mutation", as kube's audit annotation keys say
+    metric_type = ""  # "validate" / "admit", as kube's metrics label them
+    #: set once the app (and its metrics registry) exists
+    metrics: WebhookMetrics | None = None
 
     def __init__(self, cache: WatchCache, resource: str, served: ServedVersions, client: WebhookClient,
                  resolver: ServiceResolver) -> None:
@@ -313,6 +336,23 @@ class _WebhookPlugin(BasePlugin):
     # -- one call --------------------------------------------------------------------------
 
     async def _call(self, hook: Hook, version: str, req: Request, round_: int) -> Outcome:
+        started = time.perf_counter()
+        outcome = await self._call_once(hook, version, req, round_)
+        if self.metrics is not None and (outcome.response is not None or outcome.error is not None or outcome.failed_open):
+            denied = outcome.response is not None and not outcome.response["allowed"]
+            rejected = outcome.error is not None or denied
+            self.metrics.duration.labels(hook.name, self.metric_type, req.operation, str(rejected).lower()).observe(
+                time.perf_counter() - started)
+            if rejected:
+                error_type = "no_error" if denied else "calling_webhook_error"
+                code = (outcome.response or {}).get("status", {}).get("code") if denied else None
+                self.metrics.rejections.labels(hook.name, self.metric_type, req.operation, error_type,
+                                               str(max(int(code or 0), 400) if denied else 0)).inc()
+            if outcome.failed_open:
+                self.metrics.fail_open.labels(hook.name, self.metric_type).inc()
+        return outcome
+
+    async def _call_once(self, hook: Hook, version: str, req: Request, round_: int) -> Outcome:
         uid = str(uuid.uuid4())
         request = _review_request(req, version, uid)
         failed_open_key = f"failed-open.{self.kind_label}.webhook.admission.k8s.io/round_{round_}_index_{hook.index}"
@@ -365,11 +405,12 @@ class _WebhookPlugin(BasePlugin):
                 req.warnings.append(" ".join(w.split()))
 
 
-class MutatingWebhooks(_WebhookPlugin):
+class MutatingWebhooks(WebhookPlugin):
     """MutatingAdmissionWebhook: after the hub's own mutating plugins, one webhook at a time."""
 
     name = "MutatingAdmissionWebhook"
     kind_label = "mutation"
+    metric_type = "admit"
 
     def __init__(self, cache: WatchCache, served: ServedVersions, client: WebhookClient,
                  resolver: ServiceResolver) -> None:
@@ -458,11 +499,12 @@ class MutatingWebhooks(_WebhookPlugin):
         return req.obj
 
 
-class ValidatingWebhooks(_WebhookPlugin):
+class ValidatingWebhooks(WebhookPlugin):
     """ValidatingAdmissionWebhook: after the hub's own validating plugins, all webhooks at once."""
 
     name = "ValidatingAdmissionWebhook"
     kind_label = "validating"
+    metric_type = "validate"
 
     def __init__(self, cache: WatchCache, served: ServedVersions, client: WebhookClient,
                  resolver: ServiceResolver) -> None:
