@@ -388,3 +388,15 @@ def test_match_policy_equivalent_sends_the_version_the_rule_names(api: Api, serv
     assert calls[0]["object"]["apiVersion"] == "example.com/v1"
     assert requests_for(server, exact, "through-v2") == []
     assert len(requests_for(server, exact, "through-v1")) == 1
+
+
+def test_a_broken_catch_all_webhook_cannot_lock_its_own_configuration_in(api: Api) -> None:
+    everything = [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        api.configure(kind, "broken", [{"name": "broken.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                                        "clientConfig": {"url": "https://127.0.0.1:1/nothing-listens"}, "rules": everything}])
+    r = api.configmap("blocked")
+    assert r.status_code == 500 and 'failed calling webhook "broken.example.com": failed to call webhook: Post ' in r.json()["message"]
+    for plural in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        assert api("DELETE", f"{GROUP_VERSION}/{plural}/broken").status_code == 200
+    assert wait_for(lambda: api.configmap("unblocked").status_code == 201, timeout=30, what="the webhooks gone")

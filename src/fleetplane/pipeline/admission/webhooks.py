@@ -59,6 +59,11 @@ MATCH_VARIABLES = frozenset({"object", "oldObject", "request"})
 #: who a request from the hub's own in-process controllers is (kube's loopback identity)
 LOOPBACK_USER = {"username": "system:apiserver", "groups": ["system:masters", "system:authenticated"]}
 OPTIONS_KIND = {CREATE: "CreateOptions", UPDATE: "UpdateOptions", DELETE: "DeleteOptions"}
+#: never sent to webhooks, as in kube (IsExemptAdmissionConfigurationResource): a broken webhook
+#: must not lock its own configuration in
+EXEMPT_RESOURCES = frozenset({"validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+                              "validatingadmissionpolicies", "validatingadmissionpolicybindings",
+                              "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"})
 
 #: (cluster, group, resource) -> the versions of that resource served in the cluster
 ServedVersions = Callable[[str, str, str], Sequence[str]]
@@ -326,6 +331,8 @@ class WebhookPlugin(BasePlugin):
         return True
 
     def _candidates(self, req: Request) -> list[tuple[Hook, str]]:
+        if req.group == GROUP and req.resource in EXEMPT_RESOURCES:
+            return []
         out = []
         for hook in self.configurations.hooks(req.cluster):
             version = _matching_version(hook, req, self.served)
