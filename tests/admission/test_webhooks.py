@@ -400,3 +400,39 @@ def test_a_broken_catch_all_webhook_cannot_lock_its_own_configuration_in(api: Ap
     for plural in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
         assert api("DELETE", f"{GROUP_VERSION}/{plural}/broken").status_code == 200
     assert wait_for(lambda: api.configmap("unblocked").status_code == 201, timeout=30, what="the webhooks gone")
+
+
+def test_a_server_that_refuses_tls_follows_the_failure_policy(api: Api) -> None:
+    import socket
+
+    plain = socket.socket()
+    plain.bind(("127.0.0.1", 0))
+    plain.listen(16)
+    port = plain.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = plain.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(64)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = f"https://127.0.0.1:{port}/plain"
+        base = {"sideEffects": "None", "admissionReviewVersions": ["v1"], "clientConfig": {"url": url},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}
+        api.configure("ValidatingWebhookConfiguration", "plain", [
+            {**base, "name": "ignored.example.com", "failurePolicy": "Ignore",
+             "objectSelector": {"matchLabels": {"policy": "ignore"}}},
+            {**base, "name": "closed.example.com", "objectSelector": {"matchLabels": {"policy": "fail"}}}])
+        assert api.configmap("let-through", labels={"policy": "ignore"}).status_code == 201
+        r = api.configmap("refused", labels={"policy": "fail"})
+        assert r.status_code == 500
+        assert r.json()["message"] == ('Internal error occurred: failed calling webhook "closed.example.com": failed to call webhook: '
+                                       f'Post "{url}?timeout=10s": http: server gave HTTP response to HTTPS client')
+    finally:
+        plain.close()
