@@ -49,6 +49,7 @@ def test_kubectl_creates_and_prints_configurations(webhook_hub: Hub, server: Web
     assert (one["failurePolicy"], one["matchPolicy"], one["timeoutSeconds"]) == ("Fail", "Equivalent", 10)
     assert one["namespaceSelector"] == {} and one["objectSelector"] == {} and one["rules"][0]["scope"] == "*"
     k("apply", "-f", "-", stdin=json.dumps(config))  # apply twice: unchanged
+    assert "FailurePolicy defines how unrecognized errors" in k("explain", "validatingwebhookconfiguration.webhooks.failurePolicy").out
     mutating = {**config, "kind": "MutatingWebhookConfiguration"}
     k("create", "-f", "-", stdin=json.dumps(mutating))
     assert k.get_json("mutatingwebhookconfiguration", "checks")["webhooks"][0]["reinvocationPolicy"] == "Never"
@@ -81,6 +82,29 @@ def test_invalid_configurations_are_refused_with_kubes_messages(api: Api, server
                  "webhooks[5].rules[0].resources: Invalid value: []string{\"*/*\", \"pods\"}: if '*/*' is present, must not specify other resources"):
         assert text in message, (text, message)
     assert api("GET", f"{GROUP_VERSION}/validatingwebhookconfigurations/bad").status_code == 404
+    more = [
+        {**hook(server, "a.example.com", "/x"), "clientConfig": {"service": {"namespace": "ns", "name": "n", "path": "foo/", "port": 0}}},
+        {**hook(server, "a.example.com", "/x"), "failurePolicy": "other", "matchPolicy": "Sometimes", "reinvocationPolicy": "Always"},
+        {**hook(server, "b.example.com", "/x"), "clientConfig": {}, "admissionReviewVersions": ["v1", "v1"],
+         "matchConditions": [{"name": "same", "expression": "true"}, {"name": "same", "expression": "true"}],
+         "namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "In"}]}},
+    ]
+    r = api("POST", f"{GROUP_VERSION}/mutatingwebhookconfigurations",
+            {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+             "metadata": {"name": "worse"}, "webhooks": more})
+    assert r.status_code == 422, r.text
+    message = r.json()["message"]
+    for text in ("webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive",
+                 "webhooks[0].clientConfig.service.path: Invalid value: \"foo/\": must start with a '/'",
+                 'webhooks[1].name: Duplicate value: "a.example.com"',
+                 'webhooks[1].failurePolicy: Unsupported value: "other": supported values: "Fail", "Ignore"',
+                 'webhooks[1].matchPolicy: Unsupported value: "Sometimes": supported values: "Equivalent", "Exact"',
+                 'webhooks[1].reinvocationPolicy: Unsupported value: "Always": supported values: "IfNeeded", "Never"',
+                 "webhooks[2].clientConfig: Required value: exactly one of url or service is required",
+                 'webhooks[2].admissionReviewVersions[1]: Invalid value: "v1": duplicate version',
+                 'webhooks[2].matchConditions[1].name: Duplicate value: "same"',
+                 "webhooks[2].namespaceSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"):
+        assert text in message, (text, message)
 
 
 # -- validating ----------------------------------------------------------------------------------------
