@@ -136,20 +136,24 @@ class Configurations:
         self.cache = cache
         self.prefix = keys.resource_prefix(GROUP, resource)
         self.resolver = resolver
-        self._parsed: dict[str, tuple[int, list[Hook]]] = {}
+        #: cluster -> configuration name -> (revision, its hooks); rebuilt from the live objects
+        self._parsed: dict[str, dict[str, tuple[int, list[Hook]]]] = {}
 
     def hooks(self, cluster: str) -> list[Hook]:
         objects = sorted(self.cache.resource(self.prefix).objects(cluster, None), key=lambda o: o.name)
+        if not objects:
+            self._parsed.pop(cluster, None)
+            return []
+        before = self._parsed.get(cluster, {})
+        now: dict[str, tuple[int, list[Hook]]] = {}
         out: list[Hook] = []
         for o in objects:
-            seen = self._parsed.get(o.key)
+            seen = before.get(o.name)
             if seen is None or seen[0] != o.revision:
                 seen = (o.revision, _parse(o.obj, self.resolver))
-                self._parsed[o.key] = seen
+            now[o.name] = seen
             out.extend(seen[1])
-        if len(self._parsed) > 4 * len(objects) + 64:  # forget deleted configurations
-            live = {o.key for o in objects}
-            self._parsed = {k: v for k, v in self._parsed.items() if k in live or not k.startswith(self.prefix + cluster + "/")}
+        self._parsed[cluster] = now  # deleted configurations are forgotten here
         return out
 
 
