@@ -82,6 +82,12 @@ def test_invalid_configurations_are_refused_with_kubes_messages(api: Api, server
                  "webhooks[5].rules[0].resources: Invalid value: []string{\"*/*\", \"pods\"}: if '*/*' is present, must not specify other resources"):
         assert text in message, (text, message)
     assert api("GET", f"{GROUP_VERSION}/validatingwebhookconfigurations/bad").status_code == 404
+    r = api("POST", f"{GROUP_VERSION}/validatingwebhookconfigurations",
+            {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "b64"},
+             "webhooks": [{**hook(server, "a.example.com", "/x"), "clientConfig": {"url": server.url("/x"), "caBundle": "not!base64"}}]})
+    assert r.status_code == 400 and r.json()["message"] == (
+        'ValidatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: '
+        "illegal base64 data at input byte 3")
     more = [
         {**hook(server, "a.example.com", "/x"), "clientConfig": {"service": {"namespace": "ns", "name": "n", "path": "foo/", "port": 0}}},
         {**hook(server, "a.example.com", "/x"), "failurePolicy": "other", "matchPolicy": "Sometimes", "reinvocationPolicy": "Always"},

@@ -8,6 +8,8 @@ v1's (``pkg/apis/admissionregistration/v1/defaults.go``) and validation is kube'
 
 from __future__ import annotations
 
+import binascii
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -281,6 +283,30 @@ def validate_webhook(hook: Any, path: str, mutating: bool, names: set[str]) -> l
     return errs
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _check_ca_bundle(hook: dict[str, Any], kind: str) -> None:
+    """caBundle is []byte in Go: JSON decoding refuses what is not base64, as a 400."""
+    value = (hook.get("clientConfig") or {}).get("caBundle") if isinstance(hook.get("clientConfig"), dict) else None
+    if value is None:
+        return
+    text = value if isinstance(value, str) else ""
+    m = _BASE64.match(text)
+    bad_at = m.end() if m is not None and m.end() < len(text) else None
+    if bad_at is None and len(text) % 4:
+        bad_at = len(text) - len(text) % 4  # Go reports the start of the short final quantum
+    if bad_at is None:
+        try:
+            binascii.a2b_base64(text.encode())
+        except binascii.Error:
+            bad_at = 0
+    if not isinstance(value, str) or bad_at is not None:
+        detail = f"illegal base64 data at input byte {bad_at or 0}" if isinstance(value, str) else \
+            "json: cannot unmarshal non-string into Go value of type []uint8"
+        raise e.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')
+
+
 class WebhookConfigurationStrategy(CoreStrategy):
     """Both configuration kinds: generation tracked (kube bumps it on a webhooks change), v1 defaults
     applied on every write, kube's validation."""
@@ -296,6 +322,7 @@ class WebhookConfigurationStrategy(CoreStrategy):
         if isinstance(hooks, list):
             for hook in hooks:
                 if isinstance(hook, dict):
+                    _check_ca_bundle(hook, str(obj.get("kind") or ""))
                     default_webhook(hook, self.mutating)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
