@@ -466,3 +466,11 @@ def test_a_server_that_refuses_tls_follows_the_failure_policy(api: Api) -> None:
                                        f'Post "{url}?timeout=10s": http: server gave HTTP response to HTTPS client')
     finally:
         plain.close()
+
+
+def test_a_v1beta1_only_webhook_gets_a_v1beta1_review(api: Api, server: WebhookServer) -> None:
+    path = unique("beta")
+    server.handle(path, lambda rv: {**deny(rv, f"got {rv['apiVersion']}"), "apiVersion": rv["apiVersion"]})
+    api.configure("ValidatingWebhookConfiguration", "beta", [hook(server, "beta.example.com", path, admissionReviewVersions=["v1beta1"])])
+    r = api.configmap("c1")
+    assert r.status_code == 403 and r.json()["message"].endswith("denied the request: got admission.k8s.io/v1beta1")

@@ -374,9 +374,11 @@ class WebhookPlugin(BasePlugin):
                 return Outcome(hook, error=e.bad_request(f'admission webhook "{hook.name}" does not support dry run'))
             if hook.endpoint is None:
                 raise WebhookCallError(hook.endpoint_error or "no client config")
-            answer = await self.client.post(hook.endpoint, {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview",
+            versions = hook.spec.get("admissionReviewVersions") or ["v1"]
+            review_version = REVIEW_API_VERSION if "v1" in versions else "admission.k8s.io/v1beta1"
+            answer = await self.client.post(hook.endpoint, {"apiVersion": review_version, "kind": "AdmissionReview",
                                                             "request": request}, hook.timeout)
-            response = self._check_answer(answer, uid)
+            response = self._check_answer(answer, uid, review_version)
         except WebhookCallError as exc:
             reason = str(exc)
             if not reason.startswith(("compilation failed", "failed to evaluate", "match condition")):
@@ -393,9 +395,10 @@ class WebhookPlugin(BasePlugin):
         return Outcome(hook, response=response, annotations=annotations)
 
     @staticmethod
-    def _check_answer(answer: dict[str, Any], uid: str) -> dict[str, Any]:
-        if answer.get("apiVersion") != REVIEW_API_VERSION or answer.get("kind") != "AdmissionReview":
-            raise WebhookCallError(f"expected webhook response of {REVIEW_API_VERSION}, Kind=AdmissionReview, "
+    def _check_answer(answer: dict[str, Any], uid: str, review_version: str) -> dict[str, Any]:
+        """kube's VerifyAdmissionResponse: the version asked for, a response, the request's uid."""
+        if answer.get("apiVersion") != review_version or answer.get("kind") != "AdmissionReview":
+            raise WebhookCallError(f"expected webhook response of {review_version}, Kind=AdmissionReview, "
                                    f"got {answer.get('apiVersion') or ''}, Kind={answer.get('kind') or ''}")
         response = answer.get("response")
         if not isinstance(response, dict):
