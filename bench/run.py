@@ -117,6 +117,10 @@ def render(r: dict, machine: str, when: str) -> str:
         lines += ["", *etcd_bench.render(r["etcd"])]
     if "rbac" in r:
         lines += ["", *rbac_bench.render(r["rbac"])]
+    if "webhook" in r:
+        from . import webhook as webhook_bench
+
+        lines += ["", *webhook_bench.render(r["webhook"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -222,6 +226,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import access as access_bench
 
         results["access"] = access_bench.run()
+    if want("webhook"):
+        from . import webhook as webhook_bench
+
+        results["webhook"] = asyncio.run(webhook_bench.run(quick=quick))
     return results
 
 

@@ -101,3 +101,46 @@ async def test_nothing_listening() -> None:
             await client.post(endpoint_for({"url": "https://127.0.0.1:1/x"}), {}, 2)
     finally:
         await client.close()
+
+
+@pytest.fixture(scope="module")
+def plain_servers() -> Iterator[tuple[int, int]]:
+    """(a plain-HTTP server, a server that hangs up at once): both refuse the TLS handshake."""
+    import socket
+
+    http, hangup = socket.socket(), socket.socket()
+    for s in (http, hangup):
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+
+    def serve(sock: socket.socket, answer: bytes) -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            with conn:
+                if answer:
+                    conn.recv(64)
+                    conn.sendall(answer)
+
+    for s, answer in ((http, b"HTTP/1.1 400 Bad Request\r\n\r\n"), (hangup, b"")):
+        threading.Thread(target=serve, args=(s, answer), daemon=True).start()
+    yield http.getsockname()[1], hangup.getsockname()[1]
+    http.close()
+    hangup.close()
+
+
+async def test_a_refused_handshake_is_named_as_go_names_it(plain_servers: tuple[int, int]) -> None:
+    http_port, hangup_port = plain_servers
+    client = WebhookClient()
+    try:
+        for port, reason in ((http_port, "http: server gave HTTP response to HTTPS client"), (hangup_port, "EOF")):
+            with pytest.raises(WebhookCallError) as err:
+                await client.post(endpoint_for({"url": f"https://127.0.0.1:{port}/x"}), {}, 5)
+            assert str(err.value) == f'Post "https://127.0.0.1:{port}/x?timeout=5s": {reason}'
+        with pytest.raises(WebhookCallError) as err:
+            await client.post(endpoint_for({"url": "https://127.0.0.1:1/x"}), {}, 2)
+        assert str(err.value) == 'Post "https://127.0.0.1:1/x?timeout=2s": dial tcp 127.0.0.1:1: connect: connection refused'
+    finally:
+        await client.close()

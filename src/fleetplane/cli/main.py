@@ -35,6 +35,17 @@ def _storage_url(args: argparse.Namespace) -> str:
     raise ValueError(f"--storage: want sqlite, etcd or a store URL, not {args.storage!r}")
 
 
+
+def _service_hosts(pairs: list[str]) -> dict[str, str]:
+    """``--webhook-service-host name.namespace.svc=host`` flags as a map."""
+    hosts: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, host = pair.partition("=")
+        if not sep or not name.endswith(".svc") or name.count(".") != 2 or not host:
+            raise SystemExit(f"--webhook-service-host: want NAME.NAMESPACE.svc=HOST, got {pair!r}")
+        hosts[name] = host
+    return hosts
+
 def _start(args: argparse.Namespace) -> int:
     from ..fleet.plugin import FleetPlugin
     from ..hub import HubConfig, Plugin, run_hub
@@ -59,7 +70,8 @@ def _start(args: argparse.Namespace) -> int:
                       service_account_issuer=args.service_account_issuer,
                       encryption_provider_config=args.encryption_provider_config,
                       audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
-                      disable_admission_plugins=args.disable_admission_plugins),
+                      disable_admission_plugins=args.disable_admission_plugins,
+                      webhook_service_hosts=_service_hosts(args.webhook_service_host or [])),
             plugins)
     return 0
 
@@ -92,6 +104,8 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
     start.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                        help="admission plugins to turn off, as kube-apiserver's flag")
+    start.add_argument("--webhook-service-host", action="append", metavar="NAME.NAMESPACE.svc=HOST",
+                       help="where a webhook clientConfig.service reference is dialled (repeatable; else DNS for the .svc name)")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
     start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",

@@ -139,9 +139,9 @@ class WebhookClient:
         except aiohttp.ClientConnectorCertificateError as exc:
             raise WebhookCallError(f'Post "{named}": tls: failed to verify certificate: {_cert_reason(exc)}') from None
         except aiohttp.ClientSSLError as exc:
-            raise WebhookCallError(f'Post "{named}": remote error: tls: {exc.os_error}') from None
+            raise WebhookCallError(f'Post "{named}": {_tls_reason(exc.os_error)}') from None
         except aiohttp.ClientConnectorError as exc:
-            raise WebhookCallError(f'Post "{named}": dial tcp {exc.host}:{exc.port}: connect: {exc.os_error.strerror or exc.os_error}') from None
+            raise WebhookCallError(f'Post "{named}": {_dial_reason(exc)}') from None
         except (aiohttp.ClientError, OSError) as exc:
             raise WebhookCallError(f'Post "{named}": {exc or type(exc).__name__}') from None
         if len(raw) > MAX_RESPONSE_BYTES:
@@ -167,3 +167,24 @@ def _cert_reason(exc: aiohttp.ClientConnectorCertificateError) -> str:
     if "expired" in verify:
         return "x509: certificate has expired or is not yet valid"
     return f"x509: {verify}"
+
+
+def _tls_reason(err: OSError) -> str:
+    """Go's wording for a handshake that did not happen."""
+    text = str(err)
+    if "WRONG_VERSION_NUMBER" in text or "HTTP_REQUEST" in text:
+        return "http: server gave HTTP response to HTTPS client"
+    if isinstance(err, ssl.SSLEOFError) or "EOF" in text or "UNEXPECTED_EOF" in text:
+        return "EOF"
+    return f"remote error: tls: {getattr(err, 'reason', None) or text}"
+
+
+def _dial_reason(exc: aiohttp.ClientConnectorError) -> str:
+    err = exc.os_error
+    if isinstance(err, ssl.SSLError):
+        return _tls_reason(err)
+    if isinstance(err, ConnectionRefusedError):
+        return f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
+    if isinstance(err, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+        return "EOF"
+    return f"dial tcp {exc.host}:{exc.port}: connect: {err.strerror or err}"

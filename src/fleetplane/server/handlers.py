@@ -99,7 +99,7 @@ def make_context(req: Request, info: RequestInfo, rt: ResourceType) -> Context:
     fv = req.param("fieldValidation")
     if fv not in FIELD_VALIDATION:
         raise e.invalid_object("meta.k8s.io", "CreateOptions", "", [e.not_supported("fieldValidation", fv, ["Ignore", "Strict", "Warn"])])
-    ctx = Context(info.cluster, ns, manager, bool(dry), fv, req.warnings, req.user)
+    ctx = Context(info.cluster, ns, manager, bool(dry), fv, req.warnings, req.user, req.audit_annotations)
     return ctx
 
 
@@ -296,7 +296,8 @@ class ResourceHandler:
         listed = await self.store.list(rt, ctx, ListOptions(opts.label_selector, opts.field_selector))
         items = []
         for item in listed["items"]:
-            item_ctx = Context(ctx.cluster, item["metadata"].get("namespace", ""), ctx.manager, ctx.dry_run, user=ctx.user)
+            item_ctx = Context(ctx.cluster, item["metadata"].get("namespace", ""), ctx.manager, ctx.dry_run, warnings=ctx.warnings,
+                               user=ctx.user, audit_annotations=ctx.audit_annotations)
             try:
                 obj, _, _ = await self.store.delete(rt, item_ctx, item["metadata"]["name"], options)
                 items.append(obj)

@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookMetrics, WebhookPlugin
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
 from ..pipeline.authentication.errors import AuthenticationError
@@ -42,6 +43,7 @@ from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
 from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
 from ..pipeline.user import MASTERS, UserInfo
+from ..pipeline.webhook import ServiceResolver, WebhookClient
 from ..plugin import Contributions, Controller, ControllerContext
 from ..registry.catalog import ROOT
 from ..registry.hub import Registry
@@ -101,6 +103,9 @@ class HubConfig:
     audit_policy_file: str | None = None
     #: kube's --disable-admission-plugins: plugin names (e.g. ServiceAccount, DefaultTolerationSeconds)
     disable_admission_plugins: tuple[str, ...] = ()
+    #: where webhook clientConfig.service references are dialled: ``<name>.<namespace>.svc`` -> host
+    #: (the hub serves no Services yet); a name not listed is looked up in DNS
+    webhook_service_hosts: dict[str, str] = field(default_factory=dict)
 
 
 class _Server(uvicorn.Server):
@@ -267,6 +272,18 @@ def serve_bootstrap_policy(registry: Registry, rbac: RBACAuthorizer) -> None:
             rt.defaults = lambda cluster: bootstrap.CLUSTER_ROLE_BINDINGS
 
 
+def add_webhooks(registry: Registry, client: WebhookClient, resolver: ServiceResolver) -> list[WebhookPlugin]:
+    """The admission webhooks, last in the chain as in kube (after every built-in plugin)."""
+    def served(cluster: str, group: str, resource: str) -> list[str]:
+        return [rt.version for rt in registry.catalog.types(cluster) if rt.group == group and rt.plural == resource]
+
+    plugins: list[WebhookPlugin] = [MutatingWebhooks(registry.cache, served, client, resolver),
+                                    ValidatingWebhooks(registry.cache, served, client, resolver)]
+    for plugin in plugins:
+        registry.store.admission.add(plugin)
+    return plugins
+
+
 def build(opts: HubConfig, contributions: Contributions) -> Hub:
     """The hub ``opts`` describes, serving what ``contributions`` add (see :func:`fleetplane.hub.build_hub`)."""
     # Everything the hub writes (database, WAL, keys, kubeconfigs) is its owner's alone,
@@ -287,6 +304,11 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
+    webhook_client = WebhookClient()
+    resolver = ServiceResolver(opts.webhook_service_hosts)
+    webhooks = add_webhooks(registry, webhook_client, resolver)
+    # CRD conversion webhooks: the same client (one connection pool) and the same Service addresses
+    registry.store.conversion.client, registry.store.conversion.resolver = webhook_client, resolver
     registry.store.admission.disable(opts.disable_admission_plugins)
     audit = None
     if opts.audit_log_path:
@@ -296,6 +318,10 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         audit = AuditLog(opts.audit_log_path, policy)
     app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
+    app.on_shutdown.append(webhook_client.close)
+    webhook_metrics = WebhookMetrics(app.metrics.registry)
+    for plugin in webhooks:
+        plugin.metrics = webhook_metrics
     if oidc is not None:
         app.on_startup.append(oidc.start)
     if pipeline is not None:

@@ -72,7 +72,7 @@ class _Program:
 
     __slots__ = ("source", "prog", "funcs", "uses_old_self", "error")
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, declared: frozenset[str] = frozenset({"self", "oldSelf"})) -> None:
         self.source = source
         self.prog: Any = None
         self.funcs: dict[str, Callable[..., Any]] | None = None
@@ -93,7 +93,7 @@ class _Program:
         comprehension_vars = set(_RX_COMPREHENSION_VAR.findall(source))
         for v in variables:
             if (
-                v in ("self", "oldSelf")
+                v in declared
                 or v in comprehension_vars
                 or v in _CEL_NAMESPACES
                 or v in _CEL_TYPE_IDENTS
@@ -126,8 +126,10 @@ class _Program:
 
 
 @lru_cache(maxsize=8192)
-def _compile_cel(source: str) -> _Program:
-    return _Program(source)
+def _compile_cel(source: str, declared: frozenset[str] = frozenset({"self", "oldSelf"})) -> _Program:
+    """A compiled expression (cached); ``declared`` names its variables (``self``/``oldSelf`` for
+    CRD rules; admission's ``object``, ``oldObject``, ``request``)."""
+    return _Program(source, declared)
 
 
 def _cel_error_text(e: BaseException) -> tuple[str, bool]:
