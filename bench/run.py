@@ -13,6 +13,7 @@ from pathlib import Path
 from . import etcd as etcd_bench
 from . import hub as hub_bench
 from . import rbac as rbac_bench
+from . import stall as stall_bench
 
 
 def _ratio(a: float, b: float) -> str:
@@ -117,6 +118,8 @@ def render(r: dict, machine: str, when: str) -> str:
         lines += ["", *etcd_bench.render(r["etcd"])]
     if "rbac" in r:
         lines += ["", *rbac_bench.render(r["rbac"])]
+    if "stall" in r:
+        lines += ["", *stall_bench.render(r["stall"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -196,6 +199,8 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         results["etcd"] = asyncio.run(etcd_bench.run(quick=quick))
     if want("rbac"):
         results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
+    if want("stall"):
+        results["stall"] = asyncio.run(stall_bench.run(quick=quick))
     if want("sim"):
         from . import sim as sim_bench
 

@@ -40,6 +40,7 @@ from . import apply as ssa
 from . import patch as patching
 from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid
+from .offload import off_loop
 from .types import ResourceType
 from .validation import validate_object_meta
 
@@ -87,6 +88,8 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     #: who asks (admission plugins see it); None for the hub's own in-process controllers
     user: UserInfo | None = None
+    #: the request body's size in bytes: a large one's heavy work runs off the event loop
+    body_size: int = 0
 
 
 @dataclass
@@ -313,9 +316,10 @@ class GenericStore:
         return e.invalid_object(rt.group, rt.kind, name, errs)
 
     async def create(self, rt: ResourceType, ctx: Context, obj: dict[str, Any], *, fields_owned: bool = True) -> dict[str, Any]:
+        size = ctx.body_size
         check_object_meta(obj, rt.kind, rt.version)
         if not rt.custom:
-            drop_nulls(obj)
+            await off_loop(size, drop_nulls, obj)
         if obj.get("metadata") is None:
             obj["metadata"] = {}
         meta = obj["metadata"]
@@ -332,11 +336,11 @@ class GenericStore:
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
-        self._prune_and_default(rt, ctx, obj)
+        await off_loop(size, self._prune_and_default, rt, ctx, obj)
         review = self._admission(CREATE, rt, ctx, str(meta.get("name") or ""), obj, None)
         await self.admission.admit(review)
         rt.strategy.prepare_for_create(obj)
-        errs = self._validate(rt, ctx, obj, None)
+        errs = await off_loop(size, self._validate, rt, ctx, obj, None)
         if errs:
             raise self._invalid(rt, obj, errs)
         await self.admission.validate(review)
@@ -348,8 +352,8 @@ class GenericStore:
             meta["annotations"] = {}
         meta["annotations"][CLUSTER_ANNOTATION] = ctx.cluster
         if fields_owned and ctx.manager:
-            obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
-                                            now=meta["creationTimestamp"], list_type_at=rt.list_type_at)
+            obj = await off_loop(size, ssa.update_managed_fields, None, obj, manager=ctx.manager, api_version=rt.api_version,
+                                 now=meta["creationTimestamp"], list_type_at=rt.list_type_at)
             meta = obj["metadata"]
         rt.strategy.before_write(obj, None, ctx.cluster)
         if ctx.dry_run:
@@ -429,8 +433,8 @@ class GenericStore:
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         cur = await self._current(rt, key)
         if cur is None and not subresource:
-            applied = ssa.server_side_apply(None, copy_obj(config), manager=ctx.manager, force=force, api_version=rt.api_version,
-                                            now=now_rfc3339(), list_type_at=list_types)
+            applied = await off_loop(ctx.body_size, ssa.server_side_apply, None, copy_obj(config), manager=ctx.manager,
+                                     force=force, api_version=rt.api_version, now=now_rfc3339(), list_type_at=list_types)
             applied.setdefault("metadata", {})["name"] = name
             try:
                 return await self.create(rt, ctx, applied, fields_owned=False), True
@@ -458,12 +462,14 @@ class GenericStore:
                 if cur is None:
                     raise e.not_found(rt.group, rt.plural, name)
                 old = self.present(rt, cur.obj)
-                new = mutate(copy_obj(old))
+                encoded = orjson.dumps(old)  # a copy to change (orjson is faster than copy.deepcopy), and a size
+                size = max(ctx.body_size, len(encoded))
+                new = await off_loop(size, mutate, orjson.loads(encoded))
                 new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
                 want = precondition_rv or (new_rv if patch else None)
                 if want and want != old["metadata"]["resourceVersion"]:
                     raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
-                result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
+                result = await off_loop(size, self._prepare_update, rt, ctx, name, new, old, subresource, managed)
                 if result is None:  # nothing changed: no write, as kube
                     return old
                 review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)

@@ -18,6 +18,7 @@ from ..apimachinery.fields import FieldSelector
 from ..apimachinery.labels import LabelSelector, format_label_selector
 from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
+from ..registry.offload import off_loop
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
 from . import codec, tables
@@ -200,8 +201,10 @@ class ResourceHandler:
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def _body_object(self, req: Request, rt: ResourceType) -> dict:
-        obj = codec.decode_object(req.content_type, await req.body())
+    async def _body_object(self, req: Request, rt: ResourceType, ctx: Context) -> dict:
+        body = await req.body()
+        ctx.body_size = len(body)
+        obj = await off_loop(len(body), codec.decode_object, req.content_type, body)
         if req.keep_body:
             req.decoded_body = copy_obj(obj)  # as sent: the store changes ``obj``
         # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
@@ -221,7 +224,7 @@ class ResourceHandler:
 
     async def create(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        obj = await self._body_object(req, rt)
+        obj = await self._body_object(req, rt, ctx)
         self._check_gvk(rt, obj)
         body_ns = (obj.get("metadata") or {}).get("namespace") if isinstance(obj.get("metadata"), dict) else None
         if rt.namespaced and body_ns and body_ns != info.namespace:
@@ -236,7 +239,7 @@ class ResourceHandler:
 
     async def update(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        obj = await self._body_object(req, rt)
+        obj = await self._body_object(req, rt, ctx)
         if info.subresource == "scale":
             updated = await self._update_scale(rt, ctx, info.name, lambda scale: obj)
             await respond_json(req, 200, updated)
@@ -247,7 +250,9 @@ class ResourceHandler:
 
     async def patch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        kind, body = codec.decode_patch(req.content_type, await req.body(), custom=rt.custom)
+        raw = await req.body()
+        ctx.body_size = len(raw)
+        kind, body = await off_loop(len(raw), codec.decode_patch, req.content_type, raw, custom=rt.custom)
         if req.keep_body:
             req.decoded_body = copy_obj(body)
         if kind == "strategic" and rt.custom:
