@@ -190,3 +190,50 @@ def test_a_request_whose_headers_arrive_in_time_is_served_however_slowly_its_con
         answer += chunk
     assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
     tls.close()
+
+
+def test_a_connection_over_the_total_cap_is_answered_503_and_served_again_once_one_closes(tmp_path):
+    hub = Hub(tmp_path / "capped", extra=["--max-connections", "20"]).start()
+    held: list[socket.socket] = []
+    try:
+        def connect() -> socket.socket:
+            raw = socket.create_connection(("127.0.0.1", hub.port), timeout=30)
+            return hub.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
+
+        def answer(sock: socket.socket) -> bytes:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            return data
+
+        # fill the cap (the start-up probes' connections may still be closing: wait for a refusal)
+        def refused() -> bytes | None:
+            sock = connect()
+            sock.settimeout(0.5)
+            try:
+                first = sock.recv(65536)
+            except TimeoutError:
+                held.append(sock)  # accepted and waiting for a request: it holds a place
+                return None
+            sock.settimeout(30)
+            return first + answer(sock)
+
+        refusal = wait_for(refused, 60, interval=0, what="a connection over the cap to be refused")
+        assert 10 <= len(held) <= 20, len(held)
+        head, _, body = refusal.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503"), refusal[:200]
+        status = json.loads(body)
+        assert status["reason"] == "ServiceUnavailable" and "too many open connections: the limit is 20" in status["message"]
+        held.pop().close()
+        # a place is free again: a request is served
+        def served() -> bool:
+            try:
+                return hub.request("GET", "/version")[0] == 200
+            except OSError:  # refused while the closed one was still counted: a reset
+                return False
+
+        wait_for(served, 30, what="a request to be served again")
+    finally:
+        for sock in held:
+            sock.close()
+        hub.stop()

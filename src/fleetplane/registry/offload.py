@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
@@ -34,6 +36,29 @@ OFF_LOOP_BYTES = 32 * 1024
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fleetplane-heavy")
 
 
+_collector_lock = threading.Lock()
+_heavy_running = 0
+
+
+def _without_collector(fn: Callable[[], T]) -> T:
+    """``fn()`` with the cyclic collector paused. A large object's managedFields and validation
+    make hundreds of thousands of short-lived objects (freed by reference counting, no cycles);
+    every few hundred allocations the collector runs, and its full passes walk them all while
+    holding the GIL: pauses of 100-500 ms for every thread, the event loop's too. Paused while
+    any heavy work runs, it collects once afterwards, when the temporaries are gone."""
+    global _heavy_running
+    with _collector_lock:
+        _heavy_running += 1
+        gc.disable()
+    try:
+        return fn()
+    finally:
+        with _collector_lock:
+            _heavy_running -= 1
+            if _heavy_running == 0:
+                gc.enable()
+
+
 async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """``fn(*args, **kwargs)``: in a worker thread when ``size`` is at least
     :data:`OFF_LOOP_BYTES`, else right here. The caller must not touch what ``fn`` changes
@@ -41,4 +66,4 @@ async def off_loop(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwa
     if size < OFF_LOOP_BYTES:
         return fn(*args, **kwargs)
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_POOL, call)
+    return await asyncio.get_running_loop().run_in_executor(_POOL, _without_collector, call)
