@@ -205,7 +205,8 @@ class EtcdStore:
         #: how long one attempt may wait for its member. A member whose leader died holds a
         #: request until a new leader is elected (or for good, if it was the leader and its
         #: answer is lost): the attempt is abandoned and retried, under the same guard, while
-        #: the request still has time, rather than spending all of it on one member.
+        #: the request still has time, rather than spending all of it on one member. Each
+        #: attempt after a timed-out one may take twice as long (a member that is merely slow).
         self.attempt_timeout = attempt_timeout if attempt_timeout is not None else max(MIN_ATTEMPT_TIMEOUT, timeout / 3)
         self.dial_timeout = dial_timeout
         self._eps: list[_Endpoint] = []
@@ -301,13 +302,14 @@ class EtcdStore:
         deadline = started + self.timeout
         backoff = 0.05
         retried = False
+        attempt_timeout = self.attempt_timeout
         while True:
             ep = self._pick()
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise StoreTimeoutError(f"etcd {what}: no answer within {self.timeout:g}s")
             try:
-                return await attempt_fn(ep, min(remaining, self.attempt_timeout), retried)
+                return await attempt_fn(ep, min(remaining, attempt_timeout), retried)
             except StorageError:
                 raise
             except asyncio.CancelledError:
@@ -323,6 +325,8 @@ class EtcdStore:
                 if loop.time() - started + backoff > self.retry_window:
                     raise UnavailableError(f"etcd {what}: {_details(exc)}") from None
                 retried = True
+                if timed_out:
+                    attempt_timeout *= 2  # slow rather than stuck (a loaded member): give it longer
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 0.4)
 
