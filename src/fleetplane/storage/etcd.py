@@ -322,7 +322,8 @@ class EtcdStore:
                     if timed_out:
                         raise StoreTimeoutError(f"etcd {what}: no answer within {self.timeout:g}s") from None
                     raise UnavailableError(f"etcd {what}: {_details(exc)}") from None
-                if loop.time() - started + backoff > self.retry_window:
+                if not timed_out and loop.time() - started + backoff > self.retry_window:
+                    # unreachable for the whole window (a stuck attempt is retried until the deadline)
                     raise UnavailableError(f"etcd {what}: {_details(exc)}") from None
                 retried = True
                 if timed_out:
