@@ -470,7 +470,9 @@ class GenericStore:
                 if want and want != old["metadata"]["resourceVersion"]:
                     raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
                 result = await off_loop(size, self._prepare_update, rt, ctx, name, new, old, subresource, managed)
-                if result is None:  # nothing changed: no write, as kube
+                # on the loop: a strategy's last step may read the cache (a CRD's name conflicts)
+                rt.strategy.before_write(result, old, ctx.cluster)
+                if _same(result, old):  # nothing changed: no write, as kube
                     return old
                 review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)
                 await self.admission.admit(review)
@@ -490,7 +492,8 @@ class GenericStore:
             raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
     def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict[str, Any], old: dict[str, Any],
-                        subresource: str, managed: bool) -> dict[str, Any] | None:
+                        subresource: str, managed: bool) -> dict[str, Any]:
+        """The new object, checked and completed (before the strategy's ``before_write``)."""
         check_object_meta(new, rt.kind, rt.version)
         if not rt.custom:
             drop_nulls(new)
@@ -542,9 +545,6 @@ class GenericStore:
         if managed and ctx.manager:
             new = ssa.update_managed_fields(old, new, manager=ctx.manager, api_version=rt.api_version, now=now_rfc3339(),
                                             list_type_at=rt.list_type_at, subresource=subresource or None)
-        rt.strategy.before_write(new, old, ctx.cluster)
-        if _same(new, old):
-            return None
         return new
 
     async def _write_update(self, rt: ResourceType, ctx: Context, key: str, new: dict[str, Any], old: dict[str, Any], revision: int) -> dict[str, Any]:

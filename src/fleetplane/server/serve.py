@@ -345,7 +345,8 @@ def connection_limits(opts: HubConfig, app: HubApp) -> ConnectionLimits:
     total = opts.max_connections
     room = max(soft - RESERVED_FDS, 1) if soft != resource.RLIM_INFINITY else 0
     if room and (total == 0 or total > room):
-        log.warning("at most %d connections: the file descriptor limit is %d", room, soft)
+        if total:
+            log.warning("at most %d connections: the file descriptor limit is %d", room, soft)
         total = room
     closed = app.metrics.connections_closed
     return ConnectionLimits(header_timeout=opts.request_header_timeout, max_connections=total,
