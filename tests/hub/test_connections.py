@@ -90,6 +90,7 @@ def _normal_client(hub: Hub, stop: threading.Event, latencies: list[float], fail
         stop.wait(0.1)
 
 
+@pytest.mark.timeout(600)  # 1,000 TLS handshakes and the header timeout, on a loaded machine
 def test_slowloris_connections_are_closed_at_the_header_timeout_while_others_are_served(limited_hub):
     _raise_nofile(4096)
     hub = limited_hub

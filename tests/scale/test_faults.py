@@ -74,6 +74,7 @@ def etcd_keys(endpoints: str, prefix: str) -> dict[str, bytes]:
     return asyncio.run(read())
 
 
+@pytest.mark.timeout(600)
 def test_an_etcd_leader_change_is_invisible_to_clients(cluster3, hubs):
     """The etcd leader is killed during a stream of 1,000 creates through two replicas: every
     create is answered 201 at the first try (no 5xx to retry), and every one is stored."""
