@@ -13,6 +13,7 @@ from pathlib import Path
 from . import etcd as etcd_bench
 from . import hub as hub_bench
 from . import rbac as rbac_bench
+from . import stall as stall_bench
 
 
 def _ratio(a: float, b: float) -> str:
@@ -121,6 +122,8 @@ def render(r: dict, machine: str, when: str) -> str:
         from . import webhook as webhook_bench
 
         lines += ["", *webhook_bench.render(r["webhook"])]
+    if "stall" in r:
+        lines += ["", *stall_bench.render(r["stall"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -200,6 +203,8 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         results["etcd"] = asyncio.run(etcd_bench.run(quick=quick))
     if want("rbac"):
         results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
+    if want("stall"):
+        results["stall"] = asyncio.run(stall_bench.run(quick=quick))
     if want("sim"):
         from . import sim as sim_bench
 

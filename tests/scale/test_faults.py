@@ -74,43 +74,46 @@ def etcd_keys(endpoints: str, prefix: str) -> dict[str, bytes]:
     return asyncio.run(read())
 
 
-def test_an_etcd_member_dies_while_writes_go_on(cluster3, hubs):
-    a, b = hubs
+@pytest.mark.timeout(600)
+def test_an_etcd_leader_change_is_invisible_to_clients(cluster3, hubs):
+    """The etcd leader is killed during a stream of 1,000 creates through two replicas: every
+    create is answered 201 at the first try (no 5xx to retry), and every one is stored."""
     n = "t-" + uuid.uuid4().hex[:8]
-    assert a.json("POST", "/api/v1/namespaces", {"metadata": {"name": n}})[0] == 201
-    acked: list[str] = []
-    outcomes: dict[str, int] = {}
+    assert hubs[0].json("POST", "/api/v1/namespaces", {"metadata": {"name": n}})[0] == 201
+    total, writers = 1000, 8
+    answers: dict[str, tuple[int, str]] = {}
     lock = threading.Lock()
-    deadline = time.monotonic() + 60
     started = threading.Event()
 
     def writer(t: int) -> None:
-        for i in range(60):
+        for i in range(total // writers):
             name = f"w{t}-{i}"
-            how = create_with_retry([hubs[t % 2], hubs[(t + 1) % 2]], f"/api/v1/namespaces/{n}/configmaps", configmap(name, i=str(i)), deadline)
+            t0 = time.monotonic()
+            code, resp = call(hubs[t % 2], "POST", f"/api/v1/namespaces/{n}/configmaps", configmap(name, i=str(i)),
+                              timeout=60)
             with lock:
-                acked.append(name)
-                outcomes[how] = outcomes.get(how, 0) + 1
-            if len(acked) > 40:
-                started.set()
+                answers[name] = (code, f"{(resp or {}).get('reason')} after {time.monotonic() - t0:.1f}s")
+                if len(answers) > 200:
+                    started.set()
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(writers)]
     for th in threads:
         th.start()
-    assert started.wait(30)
+    assert started.wait(60)
     victim = cluster3.leader()
     victim.stop(signal.SIGKILL)  # the leader, mid-stream: the hardest member to lose
     for th in threads:
-        th.join(90)
-    assert len(acked) == 240
-    print("outcomes", outcomes)
+        th.join(180)
+    assert not any(th.is_alive() for th in threads)
+    failed = {name: a for name, a in answers.items() if a[0] != 201}
+    assert not failed, f"{len(failed)} of {total} creates were not 201: {sorted(failed.items())[:10]}"
     # every acknowledged write is in etcd (on the surviving members) and served by both replicas
     live = ",".join(m.client_url for m in cluster3.members if m.alive())
     stored = etcd_keys(live, f"/core/configmaps/root/{n}/")
-    assert sorted(stored) == sorted(f"/core/configmaps/root/{n}/{name}" for name in acked)
+    assert sorted(stored) == sorted(f"/core/configmaps/root/{n}/{name}" for name in answers)
     for h in hubs:
-        code, body = h.json("GET", f"/api/v1/namespaces/{n}/configmaps")
-        assert code == 200 and len(body["items"]) == 240
+        wait_for(lambda h=h: len(h.json("GET", f"/api/v1/namespaces/{n}/configmaps")[1]["items"]) == total, 30,
+                 what="both replicas to list every object")
         assert h.request("GET", "/readyz", auth=False)[0] == 200
     cluster3.restart(victim)
 

@@ -71,7 +71,10 @@ def _start(args: argparse.Namespace) -> int:
                       encryption_provider_config=args.encryption_provider_config,
                       audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
                       disable_admission_plugins=args.disable_admission_plugins,
-                      webhook_service_hosts=_service_hosts(args.webhook_service_host or [])),
+                      webhook_service_hosts=_service_hosts(args.webhook_service_host or []),
+                      request_header_timeout=args.request_header_timeout, idle_timeout=args.idle_timeout,
+                      max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client,
+                      max_requests_per_connection=args.max_requests_per_connection),
             plugins)
     return 0
 
@@ -122,6 +125,16 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--etcd-key", metavar="FILE", help="key of the etcd client certificate")
     start.add_argument("--etcd-request-timeout", type=float, default=5.0, metavar="SECONDS",
                        help="how long one etcd request may take before the API answers 504")
+    start.add_argument("--request-header-timeout", type=float, default=32.0, metavar="SECONDS",
+                       help="close a connection whose request headers are not complete within this (kube: 32 s)")
+    start.add_argument("--idle-timeout", type=float, default=90.0, metavar="SECONDS",
+                       help="close a kept-alive connection that sends no request within this (kube: 90 s)")
+    start.add_argument("--max-connections", type=int, default=10000, metavar="N",
+                       help="open connections in all; more are answered 503 and closed (0: as many as file descriptors allow)")
+    start.add_argument("--max-connections-per-client", type=int, default=2000, metavar="N",
+                       help="open connections from one client address; more are answered 429 and closed (0: no cap)")
+    start.add_argument("--max-requests-per-connection", type=int, default=1000, metavar="N",
+                       help="requests on one kept-alive connection before the server closes it (0: no limit)")
     start.add_argument("--no-cluster-controller", action="store_true",
                        help="do not run the Cluster controller (the Cluster API is still served)")
     add_arguments(start, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)

@@ -42,6 +42,7 @@ from . import patch as patching
 from .conversion import Conversion, webhook_config
 from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid
+from .offload import off_loop
 from .types import ResourceType
 from .validation import validate_object_meta
 
@@ -91,6 +92,8 @@ class Context:
     user: UserInfo | None = None
     #: annotations admission adds to the request's audit event (webhooks)
     audit_annotations: dict[str, str] = field(default_factory=dict)
+    #: the request body's size in bytes: a large one's heavy work runs off the event loop
+    body_size: int = 0
 
 
 @dataclass
@@ -380,9 +383,10 @@ class GenericStore:
         return e.invalid_object(rt.group, rt.kind, name, errs)
 
     async def create(self, rt: ResourceType, ctx: Context, obj: dict[str, Any], *, fields_owned: bool = True) -> dict[str, Any]:
+        size = ctx.body_size
         check_object_meta(obj, rt.kind, rt.version)
         if not rt.custom:
-            drop_nulls(obj)
+            await off_loop(size, drop_nulls, obj)
         if obj.get("metadata") is None:
             obj["metadata"] = {}
         meta = obj["metadata"]
@@ -400,18 +404,18 @@ class GenericStore:
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
         rt.strategy.default(obj)
-        self._prune_and_default(rt, ctx, obj)
+        await off_loop(size, self._prune_and_default, rt, ctx, obj)
         now = now_rfc3339()
         if fields_owned and ctx.manager:
             # Before admission, as kube's create handler: the manager owns what it sent (with the
             # type's defaults), not what mutating admission adds (a Pod's serviceAccountName, ...).
-            obj = ssa.update_managed_fields(None, obj, manager=ctx.manager, api_version=rt.api_version,
-                                            now=now, list_type_at=rt.list_type_at)
+            obj = await off_loop(size, ssa.update_managed_fields, None, obj, manager=ctx.manager, api_version=rt.api_version,
+                                 now=now, list_type_at=rt.list_type_at)
             meta = obj["metadata"]
         review = self._admission(CREATE, rt, ctx, str(meta.get("name") or ""), obj, None)
         await self.admission.admit(review)
         rt.strategy.prepare_for_create(obj)
-        errs = self._validate(rt, ctx, obj, None)
+        errs = await off_loop(size, self._validate, rt, ctx, obj, None)
         if errs:
             raise self._invalid(rt, obj, errs)
         await self.admission.validate(review)
@@ -503,8 +507,8 @@ class GenericStore:
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         cur = await self._current(rt, key)
         if cur is None and not subresource:
-            applied = ssa.server_side_apply(None, copy_obj(config), manager=ctx.manager, force=force, api_version=rt.api_version,
-                                            now=now_rfc3339(), list_type_at=list_types)
+            applied = await off_loop(ctx.body_size, ssa.server_side_apply, None, copy_obj(config), manager=ctx.manager,
+                                     force=force, api_version=rt.api_version, now=now_rfc3339(), list_type_at=list_types)
             applied.setdefault("metadata", {})["name"] = name
             try:
                 return await self.create(rt, ctx, applied, fields_owned=False), True
@@ -532,13 +536,17 @@ class GenericStore:
                 if cur is None:
                     raise e.not_found(rt.group, rt.plural, name)
                 old = await self.present_converted(rt, cur.obj)
-                new = mutate(copy_obj(old))
+                encoded = orjson.dumps(old)  # a copy to change (orjson is faster than copy.deepcopy), and a size
+                size = max(ctx.body_size, len(encoded))
+                new = await off_loop(size, mutate, orjson.loads(encoded))
                 new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
                 want = precondition_rv or (new_rv if patch and new_rv != "0" else None)
                 if want and want != old["metadata"]["resourceVersion"]:
                     raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
-                result = self._prepare_update(rt, ctx, name, new, old, subresource, managed)
-                if result is None:  # nothing changed: no write, as kube
+                result = await off_loop(size, self._prepare_update, rt, ctx, name, new, old, subresource, managed)
+                # on the loop: a strategy's last step may read the cache (a CRD's name conflicts)
+                rt.strategy.before_write(result, old, ctx.cluster)
+                if _same(result, old):  # nothing changed: no write, as kube
                     return old
                 review = self._admission(UPDATE, rt, ctx, name, result, old, subresource)
                 await self.admission.admit(review)
@@ -558,7 +566,8 @@ class GenericStore:
             raise e.conflict(rt.group, rt.plural, name, "too many concurrent updates; please try again")
 
     def _prepare_update(self, rt: ResourceType, ctx: Context, name: str, new: dict[str, Any], old: dict[str, Any],
-                        subresource: str, managed: bool) -> dict[str, Any] | None:
+                        subresource: str, managed: bool) -> dict[str, Any]:
+        """The new object, checked and completed (before the strategy's ``before_write``)."""
         check_object_meta(new, rt.kind, rt.version)
         if not rt.custom:
             drop_nulls(new)
@@ -611,9 +620,6 @@ class GenericStore:
         if managed and ctx.manager:
             new = ssa.update_managed_fields(old, new, manager=ctx.manager, api_version=rt.api_version, now=now_rfc3339(),
                                             list_type_at=rt.list_type_at, subresource=subresource or None)
-        rt.strategy.before_write(new, old, ctx.cluster)
-        if _same(new, old):
-            return None
         return new
 
     async def _write_update(self, rt: ResourceType, ctx: Context, key: str, new: dict[str, Any], old: dict[str, Any], revision: int) -> dict[str, Any]:

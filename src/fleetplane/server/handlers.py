@@ -18,6 +18,7 @@ from ..apimachinery.fields import FieldSelector
 from ..apimachinery.labels import LabelSelector, format_label_selector
 from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
+from ..registry.offload import OFF_LOOP_BYTES, off_loop
 from ..registry.store import Context, ListOptions, copy_obj
 from ..registry.types import ResourceType
 from . import codec, streaming, tables
@@ -205,8 +206,10 @@ class ResourceHandler:
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def _body_object(self, req: Request, rt: ResourceType) -> dict:
-        obj = codec.decode_object(req.content_type, await req.body())
+    async def _body_object(self, req: Request, rt: ResourceType, ctx: Context) -> dict:
+        body = await req.body()
+        ctx.body_size = len(body)
+        obj = await off_loop(_decode_cost(req.content_type, body), codec.decode_object, req.content_type, body)
         if req.keep_body:
             req.decoded_body = copy_obj(obj)  # as sent: the store changes ``obj``
         # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
@@ -226,7 +229,7 @@ class ResourceHandler:
 
     async def create(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        obj = await self._body_object(req, rt)
+        obj = await self._body_object(req, rt, ctx)
         self._check_gvk(rt, obj)
         body_ns = (obj.get("metadata") or {}).get("namespace") if isinstance(obj.get("metadata"), dict) else None
         if rt.namespaced and body_ns and body_ns != info.namespace:
@@ -241,7 +244,7 @@ class ResourceHandler:
 
     async def update(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        obj = await self._body_object(req, rt)
+        obj = await self._body_object(req, rt, ctx)
         if info.subresource == "scale":
             updated = await self._update_scale(rt, ctx, info.name, lambda scale: obj)
             await respond_json(req, 200, updated)
@@ -252,7 +255,10 @@ class ResourceHandler:
 
     async def patch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        kind, body = codec.decode_patch(req.content_type, await req.body(), custom=rt.custom)
+        raw = await req.body()
+        ctx.body_size = len(raw)
+        kind, body = await off_loop(_decode_cost(req.content_type, raw), codec.decode_patch, req.content_type, raw,
+                                    custom=rt.custom)
         if req.keep_body:
             req.decoded_body = copy_obj(body)
         if kind == "strategic" and rt.custom:
@@ -392,6 +398,13 @@ class ResourceHandler:
 
         obj = await self.store.guaranteed_update(rt, ctx, name, mutate)
         return self._scale_of(rt, obj)
+
+
+def _decode_cost(content_type: str, body: bytes) -> int:
+    """What decoding ``body`` weighs for :func:`off_loop`: its size, but YAML is parsed in pure
+    Python, slow at any size and slower the deeper it nests (a 2 KB document of nested lists
+    takes seconds): it is always decoded off the event loop."""
+    return max(len(body), OFF_LOOP_BYTES) if "yaml" in content_type else len(body)
 
 
 def _short(obj: dict) -> str:

@@ -43,6 +43,10 @@ class Metrics:
                                  buckets=LATENCY_BUCKETS, registry=self.registry)
         self.watchers = Gauge("apiserver_registered_watchers", "Open watch streams.", ["resource"],
                               registry=self.registry)
+        #: connections the server closed for a limit (server/tls.py): header_timeout, per_client, total
+        self.connections_closed = Counter("fleetplane_connections_closed_total",
+                                          "Connections closed for a limit, by limit.", ["reason"],
+                                          registry=self.registry)
         Gauge("fleetplane_logical_clusters", "Logical clusters that exist.",
               registry=self.registry).set_function(logical_clusters)
         Gauge("fleetplane_storage_revision", "The store's current revision.",

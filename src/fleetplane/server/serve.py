@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import logging
 import os
+import resource
 import signal
 import ssl
 import threading
@@ -61,7 +63,7 @@ from .certs import (
     write_kubeconfig,
 )
 from .filters import Pipeline
-from .tls import PeerCertProtocol
+from .tls import ConnectionLimits, protocol_class
 
 log = logging.getLogger("fleetplane.server")
 
@@ -106,6 +108,16 @@ class HubConfig:
     #: where webhook clientConfig.service references are dialled: ``<name>.<namespace>.svc`` -> host
     #: (the hub serves no Services yet); a name not listed is looked up in DNS
     webhook_service_hosts: dict[str, str] = field(default_factory=dict)
+    #: Go's ReadHeaderTimeout (kube-apiserver: 32 s): a request's headers must be complete within it
+    request_header_timeout: float = 32.0
+    #: Go's IdleTimeout (kube-apiserver: 90 s): how long a kept-alive connection may wait for a request
+    idle_timeout: float = 90.0
+    #: open connections in all (0: no cap); never more than the process's file descriptors allow
+    max_connections: int = 10000
+    #: open connections from one client address (0: no cap)
+    max_connections_per_client: int = 2000
+    #: requests on one connection before its response says Connection: close (0: no limit)
+    max_requests_per_connection: int = 1000
 
 
 class _Server(uvicorn.Server):
@@ -337,13 +349,39 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         # the client CA, and then names the user (server.tls hands it to the pipeline).
         ssl_cert_reqs=ssl.CERT_OPTIONAL if opts.tls else ssl.CERT_NONE,
         ssl_ca_certs=str(creds.client_ca_cert) if opts.tls else None,
-        http=PeerCertProtocol if opts.tls else "httptools", ws="wsproto",
-        timeout_keep_alive=30, proxy_headers=False, server_header=False, date_header=False,
+        http=protocol_class(connection_limits(opts, app)), ws="wsproto",
+        timeout_keep_alive=opts.idle_timeout,  # type: ignore[arg-type]  # a float works: call_later's delay
+        proxy_headers=False, server_header=False, date_header=False,
     )
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))
     return Hub(opts, app, _Server(config, app), list(contributions.controllers))
+
+
+#: file descriptors kept for everything but client connections (store, logs, outgoing clients)
+RESERVED_FDS = 256
+
+
+def connection_limits(opts: HubConfig, app: HubApp) -> ConnectionLimits:
+    """The connection caps and timeouts of ``opts``; the total cap fits the descriptors this
+    process may open, whose soft limit is raised to the hard one first (as Go's runtime does)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    total = opts.max_connections
+    room = max(soft - RESERVED_FDS, 1) if soft != resource.RLIM_INFINITY else 0
+    if room and (total == 0 or total > room):
+        if total:
+            log.warning("at most %d connections: the file descriptor limit is %d", room, soft)
+        total = room
+    closed = app.metrics.connections_closed
+    return ConnectionLimits(header_timeout=opts.request_header_timeout, max_connections=total,
+                            max_connections_per_client=opts.max_connections_per_client,
+                            max_requests_per_connection=opts.max_requests_per_connection,
+                            on_limit=lambda reason: closed.labels(reason).inc())
 
 
 def identity_kubeconfig(opts: HubConfig, identity: str | None) -> Path:
@@ -392,6 +430,10 @@ class Hub:
             if server.should_exit:
                 return
             await asyncio.sleep(0.02)
+        # Everything loaded to start (modules, OpenAPI data, the initial cache) lives as long as
+        # the process: out of the collector's way, a full collection while a large object is
+        # written walks only what came after, a shorter pause for every other request.
+        gc.freeze()
         if isinstance(self.app.registry.storage, EncryptedStore):
             # Key rotation completes here: values written with an older key are re-encrypted.
             tasks.append(asyncio.create_task(_reencrypt(self.app.registry.storage)))

@@ -62,6 +62,8 @@ T = TypeVar("T")
 
 #: kube-apiserver's key for coordinating compaction between replicas (outside ``/``)
 COMPACT_KEY = b"compact_rev_key"
+#: the shortest an attempt on one member may take before it is retried (see EtcdStore.attempt_timeout)
+MIN_ATTEMPT_TIMEOUT = 1.0
 #: keys per page when ranging a prefix
 RANGE_PAGE = 5000
 #: ``hasleader``: a member cut off from the cluster cancels our watches instead of going quiet
@@ -193,13 +195,19 @@ class EtcdStore:
 
     def __init__(self, endpoints: str | Sequence[str], *, cacert: str | None = None, cert: str | None = None,
                  key: str | None = None, timeout: float = 5.0, retry_window: float = 3.0,
-                 dial_timeout: float = 10.0) -> None:
+                 dial_timeout: float = 10.0, attempt_timeout: float | None = None) -> None:
         self.endpoints = parse_endpoints(endpoints)
         self.cacert, self.cert, self.key = cacert, cert, key
         if (cert is None) != (key is None):
             raise ValueError("an etcd client certificate needs its key, and the other way round")
         self.timeout = timeout
         self.retry_window = retry_window
+        #: how long one attempt may wait for its member. A member whose leader died holds a
+        #: request until a new leader is elected (or for good, if it was the leader and its
+        #: answer is lost): the attempt is abandoned and retried, under the same guard, while
+        #: the request still has time, rather than spending all of it on one member. Each
+        #: attempt after a timed-out one may take twice as long (a member that is merely slow).
+        self.attempt_timeout = attempt_timeout if attempt_timeout is not None else max(MIN_ATTEMPT_TIMEOUT, timeout / 3)
         self.dial_timeout = dial_timeout
         self._eps: list[_Endpoint] = []
         self._rr = itertools.count()
@@ -282,7 +290,7 @@ class EtcdStore:
     def _mark_down(self, ep: _Endpoint, exc: BaseException) -> None:
         if len(self._eps) > 1:
             ep.down_until = time.monotonic() + 1.0
-        log.debug("etcd endpoint %s failed: %s", ep.url, _details(exc))
+        log.debug("etcd endpoint %s failed: %s %s", ep.url, type(exc).__name__, _details(exc))
 
     async def _call(self, attempt_fn: Callable[[_Endpoint, float, bool], Awaitable[T]], what: str) -> T:
         """Run ``attempt_fn(endpoint, timeout, retried)`` until it succeeds, retrying
@@ -294,13 +302,14 @@ class EtcdStore:
         deadline = started + self.timeout
         backoff = 0.05
         retried = False
+        attempt_timeout = self.attempt_timeout
         while True:
             ep = self._pick()
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise StoreTimeoutError(f"etcd {what}: no answer within {self.timeout:g}s")
             try:
-                return await attempt_fn(ep, remaining, retried)
+                return await attempt_fn(ep, min(remaining, attempt_timeout), retried)
             except StorageError:
                 raise
             except asyncio.CancelledError:
@@ -313,9 +322,12 @@ class EtcdStore:
                     if timed_out:
                         raise StoreTimeoutError(f"etcd {what}: no answer within {self.timeout:g}s") from None
                     raise UnavailableError(f"etcd {what}: {_details(exc)}") from None
-                if loop.time() - started + backoff > self.retry_window:
+                if not timed_out and loop.time() - started + backoff > self.retry_window:
+                    # unreachable for the whole window (a stuck attempt is retried until the deadline)
                     raise UnavailableError(f"etcd {what}: {_details(exc)}") from None
                 retried = True
+                if timed_out:
+                    attempt_timeout *= 2  # slow rather than stuck (a loaded member): give it longer
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 0.4)
 
