@@ -167,6 +167,13 @@ def test_a_frozen_cluster_is_replaced_then_returns_make_before_break(world: Worl
     assert min(s.parent.get("availableReplicas", 0) for s in samples if s.at >= healthy_at) >= REPLICAS
     # no teardown and recreate: the same pods run in north
     assert north_pods(world) == pods_before
+    t0 = samples[0].at
+    uncounted_at = next(s.at for s in samples if s.parent.get("availableReplicas") == 8)
+    evicted_at = next(s.at for s in samples if s.split.get("east") == 6)
+    replaced_at = next(s.at for s in samples if s.at > evicted_at and s.parent.get("availableReplicas") == REPLICAS)
+    print(f"timeline (s from SIGSTOP): uncounted {uncounted_at - t0:.1f}, evicted {evicted_at - t0:.1f}, "
+          f"replaced {replaced_at - t0:.1f}, seen healthy {healthy_at - t0:.1f}, restored {restored_at - t0:.1f}; "
+          f"max counted wanted {max(counted)}, max children total {max(sum(s.split.values()) for s in samples)}")
     reasons = [e["reason"] for e in f.events("web")]
     for r in ("ClusterUnreachable", "ReplicasEvicted", "ClusterReturning", "ReplicasRestored"):
         assert r in reasons, reasons

@@ -457,11 +457,11 @@ class _Reconcile:
         else:
             requested = max(0, _int(self.spec.get("replicas"), 1)) if self.spec.get("replicas") is not None else 1
 
-        self._observe(live, fleet)
         # partitions: an unreachable cluster's child stops counting, and past the grace period is
         # frozen and left out of the decision (its share goes elsewhere) until it is back and stable
         parts = self.partitions = partition_step(s.partitions, fleet.get, current, self.now,
                                                  self.opts.unhealthy_grace, self.opts.rejoin_grace)
+        self._observe({c: o for c, o in live.items() if c not in parts.uncounted}, fleet)
         self.requeue.extend(parts.rechecks)
         for type_, reason, message in parts.events:
             sp.events.event(self.parent, type_, reason, message)
@@ -826,6 +826,10 @@ class _Reconcile:
             avail_cond = ("False", "ClustersUnavailable", "not available in " + ", ".join(missing))
         else:
             avail_cond = ("True", "AllClustersAvailable", f"available in {ready} of {len(target)} clusters")
+        for c in sorted(self.partitions.frozen):
+            ev = self.s.partitions.evictions[c]
+            clusters.append({"name": c, "replicas": ev.replicas, "readyReplicas": 0, "availableReplicas": 0,
+                             "available": False, "note": self.partitions.uncounted.get(c, "evicted")})
         conds = [("Available", *avail_cond), ("Placement", *placement)]
         if self.partitions.condition is not None:
             conds.append((st.PARTITIONED, *self.partitions.condition))
