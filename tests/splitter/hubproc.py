@@ -3,6 +3,7 @@ plugin, with test-sized options; the Cluster controller only with ``--cluster-co
 
     python tests/splitter/hubproc.py --data-dir DIR --port PORT [--builtin-deployments]
         [--cluster-controller] [--unhealthy-grace S] [--join-grace S] [--unschedulable-grace S]
+        [--rejoin-grace S] [--failure-threshold S] [--request-timeout S]
 
 Deployments are the CRD ``deployments.apps`` the Syncers import from the clusters (or that the
 tests apply when there are no clusters); ``--builtin-deployments`` serves them as a built-in type
@@ -44,17 +45,21 @@ def main() -> None:
     p.add_argument("--join-grace", type=float, default=0.0)
     p.add_argument("--unschedulable-grace", type=float, default=1.5)
     p.add_argument("--limit-ttl", type=float, default=120.0)
+    p.add_argument("--rejoin-grace", type=float, default=2.0)
+    p.add_argument("--failure-threshold", type=float, default=0.0)
+    p.add_argument("--request-timeout", type=float, default=2.0)
     p.add_argument("--no-splitter", action="store_true")
     args = p.parse_args()
     configure_logging("debug", "console")
     splitter = None if args.no_splitter else SplitterOptions(
         unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace, unschedulable_grace=args.unschedulable_grace,
-        limit_ttl=args.limit_ttl)
+        limit_ttl=args.limit_ttl, rejoin_grace=args.rejoin_grace)
     cluster_controller: ClusterControllerOptions | None = None
     if args.cluster_controller:
         cluster_controller = ClusterControllerOptions(
-            probe_interval=args.probe_interval, details_interval=1.0, request_timeout=2.0, syncer_poll_interval=1.0,
-            syncer_backoff=(0.2, 2.0), status_rate=2.0, status_burst=20, failure_threshold=0.0)
+            probe_interval=args.probe_interval, details_interval=1.0, request_timeout=args.request_timeout,
+            syncer_poll_interval=1.0, syncer_backoff=(0.2, 2.0), status_rate=2.0, status_burst=20,
+            failure_threshold=args.failure_threshold)
     plugins: list[Plugin] = [FleetPlugin(cluster_controller=cluster_controller, splitter=splitter), InventoryPlugin()]
     if args.builtin_deployments:
         plugins.append(BuiltinDeployments())

@@ -151,19 +151,33 @@ def test_an_unhealthy_cluster_loses_its_replicas_after_the_grace_period(fleet: F
     f.ready_all("web")
     wait_status(f, "web", availableReplicas=10)
     f.profile("west", healthy=False, reason="Unreachable")
-    # after the grace period: east grows first; west's (stale, still "available") child stays meanwhile
+    # at once: west's (stale) status stops counting; after the grace period its replicas are
+    # evicted: east grows, west's child is frozen (kept, not counted, never written)
     f.wait_split("web", {"east": 10, "west": 5})
     d = wait_for(lambda: "west" in f.decision("web").get("filtered", {}) and f.decision("web"), 10, what="decision")
     assert d["filtered"]["west"].startswith("unhealthy since") and "Unreachable" in d["filtered"]["west"]
+    assert d["evicted"]["west"]["replicas"] == 5 and d["shares"] == {"east": 10}
+    cond = wait_condition(f, "web", "Partitioned", "True", "ReplicasEvicted")
+    assert "west unreachable" in cond["message"] and "not counted" in cond["message"]
+    wait_status(f, "web", availableReplicas=5, replicas=5)  # east's 5: west's do not count
     f.set_child_status(f.children("web")["east"], 10)
-    f.wait_split("web", {"east": 10})
     wait_status(f, "web", readyReplicas=10, availableReplicas=10)
-    assert any(r == "SuccessfulDelete" and "web--west" in m for r, m in reasons(f, "web"))
-    # it comes back: after joining it takes its share again
+    f.wait_reconciled("web")
+    assert f.split("web") == {"east": 10, "west": 5}
+    assert not any(r == "SuccessfulDelete" for r, _ in reasons(f, "web"))
+    assert {"ReplicasEvicted"} <= {r for r, _ in reasons(f, "web")}
+    # it comes back: its replicas count again after the rejoin grace (2 s here), then east shrinks
+    # (west's child says its 5 are available); west's child is never written meanwhile
+    west_rv = f.children("web")["west"]["metadata"]["resourceVersion"]
+    back = time.monotonic()
     f.profile("west", healthy=True)
-    f.wait_split("web", {"east": 10, "west": 5})
-    f.set_child_status(f.children("web")["west"], 5)
+    wait_condition(f, "web", "Partitioned", "True", "ClusterReturning")
+    assert f.split("web") == {"east": 10, "west": 5}
     f.wait_split("web", {"east": 5, "west": 5})
+    assert time.monotonic() - back >= 2.0
+    assert f.children("web")["west"]["metadata"]["resourceVersion"] == west_rv
+    wait_for(lambda: "Partitioned" not in f.conditions("web"), 10, what="Partitioned removed")
+    assert {"ClusterReturning", "ReplicasRestored"} <= {r for r, _ in reasons(f, "web")}
 
 
 def test_a_flapping_cluster_does_not_thrash(fleet: Fleet) -> None:
@@ -342,9 +356,12 @@ def test_cluster_daemonset(fleet: Fleet) -> None:
     f.profile("north", labels={"env": "prod"})
     wait_for(lambda: set(kids()) == {"east", "west", "north"}, 15, what="a child for the new cluster")
     f.profile("west", labels={"env": "prod"}, healthy=False)
-    wait_for(lambda: set(kids()) == {"east", "north"}, 15, what="gone from the unavailable cluster")
+    # past the grace period west's child is evicted: kept (frozen), no longer desired or counted
+    wait_for(lambda: cstatus().get("desiredNumberClusters") == 2, 15, what="west no longer desired")
+    assert set(kids()) == {"east", "west", "north"}
     conds = {c["type"]: c for c in cstatus()["conditions"]}
     assert conds["Available"]["status"] == "False" and "north" in conds["Available"]["message"]
+    assert conds["Partitioned"]["reason"] == "ReplicasEvicted" and "west" in conds["Partitioned"]["message"]
 
 
 def test_the_splitter_resumes_after_a_hub_restart(split_hub, tmp_path) -> None:

@@ -67,6 +67,8 @@ from ..placement import (
 from ..placement.engine import Prepared
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
+from .eviction import Eviction, Partitions, PartitionState
+from .eviction import step as partition_step
 from .options import SplitterOptions
 from .rollout import ChildView, plan
 
@@ -129,6 +131,7 @@ class _Parent:
     placement: tuple[str, str] = ("", "")
     split: dict[str, int] = field(default_factory=dict)
     waiting: frozenset = frozenset()
+    partitions: PartitionState = field(default_factory=PartitionState)
 
 
 class _Fleet:
@@ -390,6 +393,9 @@ class Splitter:
             for c, lim in (doc.get("limits") or {}).items():
                 s.limits[c] = Limit(int(lim["max"]), float(lim["since"]), str(lim.get("message") or ""))
             s.split = {str(k): int(v) for k, v in (doc.get("shares") or {}).items()}
+        with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
+            for c, ev in (doc.get("evicted") or {}).items():
+                s.partitions.evictions[str(c)] = Eviction.from_dict(ev)
 
     def fleet(self, lc: str) -> _Fleet:
         return self.fleets.get(lc) or _Fleet()
@@ -434,6 +440,7 @@ class _Reconcile:
         self.problems: list[tuple[str, str]] = []
         self.notes: list[str] = []
         self.full: dict[str, Limit] = {}
+        self.partitions = Partitions()
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -450,7 +457,16 @@ class _Reconcile:
         else:
             requested = max(0, _int(self.spec.get("replicas"), 1)) if self.spec.get("replicas") is not None else 1
 
-        self._observe(live, fleet)
+        # partitions: an unreachable cluster's child stops counting, and past the grace period is
+        # frozen and left out of the decision (its share goes elsewhere) until it is back and stable
+        parts = self.partitions = partition_step(s.partitions, fleet.get, current, self.now,
+                                                 self.opts.unhealthy_grace, self.opts.rejoin_grace)
+        self._observe({c: o for c, o in live.items() if c not in parts.uncounted}, fleet)
+        self.requeue.extend(parts.rechecks)
+        for type_, reason, message in parts.events:
+            sp.events.event(self.parent, type_, reason, message)
+        counted = {c: n for c, n in current.items() if c not in parts.frozen}
+        infos = [ci for ci in fleet.infos if ci.name not in parts.frozen] if parts.frozen else fleet.infos
         decision: Decision | None = None
         policy_text = None
         try:
@@ -465,36 +481,42 @@ class _Reconcile:
                 policy = parse_policy(policy_text)
         except PolicyError as err:
             self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
-            target = dict(current)
+            target = dict(counted)
         else:
             requests = requests_of(template)
             pkey = (policy_text, tuple(sorted(requests.items())))
             if s.prepared is None or s.prepared_key != pkey:
-                s.prepared, s.prepared_key = Prepared(policy, fleet.infos, requests), pkey
+                s.prepared, s.prepared_key = Prepared(policy, infos, requests), pkey
             else:
-                s.prepared.refresh(fleet.infos)
+                s.prepared.refresh(infos)
             sp.note_full(self.key, s.limits)
-            self.full = sp.full_limits(self.key, current, self.now)
+            self.full = sp.full_limits(self.key, counted, self.now)
             limits = {**self.full, **s.limits}
-            decision = decide(requested, policy, current=current, limits=limits, now=self.now,
+            decision = decide(requested, policy, current=counted, limits=limits, now=self.now,
                               options=Options(self.opts.unhealthy_grace, self.opts.join_grace),
                               prepared=s.prepared, seed=f"{self.ns}/{self.name}")
             if decision.recheck_at is not None:
                 self.requeue.append(decision.recheck_at)
             target = decision.assignment()
             if requested == 0 and not cds:
-                target = {c: 0 for c in current if decision.by_name().get(c) and decision.by_name()[c].eligible}
+                target = {c: 0 for c in counted if decision.by_name().get(c) and decision.by_name()[c].eligible}
             self._decision_problems(decision, requested)
+        for c in sorted(parts.frozen):
+            ev = s.partitions.evictions[c]
+            self.notes.append(f"{c}: {ev.replicas} replicas evicted at {_clock(ev.since)} (unreachable), "
+                              "kept there and not counted")
         for c in conflicts:
             target.pop(c, None)
             self.problems.append(("PlacementFailed", f"{c}: {child_name(self.name, c)} exists and is not "
                                                      f"controlled by {self.kind} {self.name}"))
+        # a frozen child is not the plan's to change; an unreachable one's replicas are not available
         views = {c: ChildView(_int((o.get("spec") or {}).get("replicas")),
-                              _int((o.get("status") or {}).get("availableReplicas")),
-                              bool(_md(o).get("deletionTimestamp"))) for c, o in children.items()}
+                              0 if c in parts.uncounted else _int((o.get("status") or {}).get("availableReplicas")),
+                              bool(_md(o).get("deletionTimestamp")))
+                 for c, o in children.items() if c not in parts.frozen}
         p = plan(target, views, 0 if cds else requested)
         children = await self._apply(children, p, template)
-        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
+        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
         await self._write_decision(decision, p)
         self._schedule()
@@ -731,21 +753,17 @@ class _Reconcile:
     async def _write_status(self, live: dict[str, dict], target: dict[str, int], p: Any, d: Decision | None,
                             requested: int) -> None:
         fleet = self.sp.fleet(self.lc)
-        stale = {}
-        for c in live:
-            ci = fleet.get(c)
-            if ci is None:
-                stale[c] = "its cluster left the fleet"
-            elif ci.healthy is not True:
-                stale[c] = "its cluster is unhealthy, status may be stale"
+        stale = {c: "its cluster left the fleet" for c in live if fleet.get(c) is None}
+        uncounted = {c: why for c, why in self.partitions.uncounted.items() if c in live}
         placement = self._placement_condition(d, p)
         prev = self.parent.get("status") or {}
         if self.kind == CDS_KIND:
-            new = self._cds_status(live, target, p, d, placement, prev, stale)
+            new = self._cds_status(live, target, p, d, placement, prev, {**stale, **uncounted})
         else:
             new = st.aggregate(generation=self.generation, requested=requested, children=live, target=target,
                                observed=self._observed(live, p, self.spec_hash()), prev=prev, problems=self.problems,
-                               placement=placement, progress_note=self._progress_note(p), stale=stale)
+                               placement=placement, progress_note=self._progress_note(p), stale=stale,
+                               uncounted=uncounted, partitioned=self.partitions.condition)
         self._events(placement, d, p)
         if new == prev:
             return
@@ -776,11 +794,12 @@ class _Reconcile:
         totals = dict.fromkeys(st.COUNTERS, 0)
         for c in sorted(set(target) | set(live)):
             child = live.get(c)
-            counts = st.child_counts(child) if child else dict.fromkeys(st.COUNTERS, 0)
+            counted = child is not None and c not in self.partitions.uncounted
+            counts = st.child_counts(child) if counted and child else dict.fromkeys(st.COUNTERS, 0)
             for k, v in counts.items():
                 totals[k] += v
             avail = st.condition(child, "Available") if child else None
-            ok = bool(avail and avail.get("status") == "True") and counts["availableReplicas"] >= 1
+            ok = counted and bool(avail and avail.get("status") == "True") and counts["availableReplicas"] >= 1
             if c in target and ok:
                 ready += 1
             entry = {"name": c, "replicas": _int((child or {}).get("spec", {}).get("replicas")) if child else 0,
@@ -807,7 +826,13 @@ class _Reconcile:
             avail_cond = ("False", "ClustersUnavailable", "not available in " + ", ".join(missing))
         else:
             avail_cond = ("True", "AllClustersAvailable", f"available in {ready} of {len(target)} clusters")
+        for c in sorted(self.partitions.frozen):
+            ev = self.s.partitions.evictions[c]
+            clusters.append({"name": c, "replicas": ev.replicas, "readyReplicas": 0, "availableReplicas": 0,
+                             "available": False, "note": self.partitions.uncounted.get(c, "evicted")})
         conds = [("Available", *avail_cond), ("Placement", *placement)]
+        if self.partitions.condition is not None:
+            conds.append((st.PARTITIONED, *self.partitions.condition))
         status["conditions"] = [st.merge_condition(prev_conds.get(t), t, s_, r, m, now) for t, s_, r, m in conds]
         return status
 
@@ -837,7 +862,12 @@ class _Reconcile:
             doc["full"] = full
         if not p.settled:
             doc["waiting"] = self._progress_note(p)
-        doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace}
+        if self.partitions.filtered:
+            doc["filtered"] = dict(sorted({**(doc.get("filtered") or {}), **self.partitions.filtered}.items()))
+        if self.s.partitions.evictions:
+            doc["evicted"] = {c: ev.to_dict() for c, ev in sorted(self.s.partitions.evictions.items())}
+        doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace,
+                          "rejoinGrace": self.opts.rejoin_grace}
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         cur = (self.md.get("annotations") or {}).get(ANNOTATION_DECISION)
         if cur == text:

@@ -19,6 +19,10 @@ class SplitterOptions:
     #: damping: a cluster must be healthy this long before it receives new replicas
     join_grace: float = option(10.0, "how long a cluster must be healthy before it receives replicas (damping)",
                                metavar="SECONDS")
+    #: damping: a cluster whose replicas were evicted must be healthy this long before they count again
+    rejoin_grace: float = option(30.0, "how long a cluster whose replicas were evicted (unreachable past "
+                                       "--unhealthy-grace) must be healthy again before they count and its share "
+                                       "returns (damping)", metavar="SECONDS")
     #: how long a child's replicas may stay unavailable before its cluster counts as lacking capacity
     unschedulable_grace: float = option(60.0, "how long replicas may stay unschedulable in a cluster before they move",
                                         metavar="SECONDS")
@@ -33,7 +37,7 @@ class SplitterOptions:
 
 
 #: the flags of `fleetplane start` (prefixed ``--splitter-``)
-START_FLAGS = ("join_grace", "unhealthy_grace", "unschedulable_grace")
+START_FLAGS = ("join_grace", "unhealthy_grace", "rejoin_grace", "unschedulable_grace")
 #: the flags of ``python -m fleetplane.fleet.splitter``
-STANDALONE_FLAGS = ("unhealthy_grace", "join_grace", "unschedulable_grace", "limit_ttl", "workers",
+STANDALONE_FLAGS = ("unhealthy_grace", "rejoin_grace", "join_grace", "unschedulable_grace", "limit_ttl", "workers",
                     "profile_namespace", "cluster_daemonsets")

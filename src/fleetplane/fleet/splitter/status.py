@@ -22,6 +22,12 @@ times move only when status, reason or message change):
   cluster. Removed when nothing fails.
 - ``Placement`` (fleetplane): True ``Placed`` (the split) or ``Rebalancing`` (moving, and what it
   waits for); False with the failure reasons above.
+- ``Partitioned`` (fleetplane): True while a cluster holding replicas is unreachable or returning
+  (:mod:`.eviction`): ``ClusterUnreachable`` (its replicas are not counted, not yet replaced),
+  ``ReplicasEvicted`` (replaced elsewhere, kept there uncounted), ``ClusterReturning`` (back,
+  within its stabilization window); removed when every cluster counts again. The clusters
+  whose replicas are not counted (``uncounted``) are left out of every sum, and ``Available``
+  names them.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ from typing import Any
 
 from ...apimachinery.metatime import now_rfc3339
 
-__all__ = ["COUNTERS", "child_counts", "condition", "merge_condition", "now_rfc3339"]
+__all__ = ["COUNTERS", "PARTITIONED", "child_counts", "condition", "merge_condition", "now_rfc3339"]
 
 COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
+#: the parent's condition about unreachable clusters (see the module docstring)
+PARTITIONED = "Partitioned"
 
 
 def _int(v: Any) -> int:
@@ -84,21 +92,27 @@ def _short(text: str, n: int = 160) -> str:
 def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping[str, Any]],
               target: Mapping[str, int], observed: bool, prev: Mapping[str, Any] | None,
               problems: list[tuple[str, str]], placement: tuple[str, str, str], progress_note: str = "",
-              stale: Mapping[str, str] | None = None, now: str | None = None) -> dict[str, Any]:
+              stale: Mapping[str, str] | None = None, uncounted: Mapping[str, str] | None = None,
+              partitioned: tuple[str, str, str] | None = None, now: str | None = None) -> dict[str, Any]:
     """The parent's new status.
 
     ``children``: cluster -> child object (not being deleted); ``target``: the decision's split;
     ``observed``: every child carries this generation's spec and has observed it;
     ``problems``: (reason, message) failures for ReplicaFailure, most important first;
     ``placement``: the Placement condition (status, reason, message); ``progress_note``: what
-    re-balancing waits for; ``stale``: clusters whose status may be out of date, and why.
+    re-balancing waits for; ``stale``: clusters whose status may be out of date, and why;
+    ``uncounted``: clusters whose child's replicas do not count (unreachable), and why;
+    ``partitioned``: the ``Partitioned`` condition, None when no cluster is.
     """
     now = now or now_rfc3339()
     prev = prev or {}
     stale = stale or {}
+    uncounted = uncounted or {}
     totals = dict.fromkeys(COUNTERS, 0)
     child: Mapping[str, Any] | None
-    for child in children.values():
+    for cluster, child in children.items():
+        if cluster in uncounted:
+            continue
         for k, v in child_counts(child).items():
             totals[k] += v
     totals["unavailableReplicas"] = max(totals["unavailableReplicas"], requested - totals["availableReplicas"], 0)
@@ -125,7 +139,9 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
             continue
         s, reason, msg = _cond_status(child, "Available")
         spec = _int((child.get("spec") or {}).get("replicas"))
-        if s != "True" and (spec or want):
+        if cluster in uncounted and (spec or want):
+            not_available.append(f"{cluster} ({uncounted[cluster]})")
+        elif s != "True" and (spec or want):
             why = f"{reason}: {_short(msg, 100)}" if reason else "no status yet"
             not_available.append(f"{cluster} ({why}{'; ' + stale[cluster] if cluster in stale else ''})")
     if requested == 0:
@@ -150,9 +166,9 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
     for cluster in sorted(children):
         child = children[cluster]
         s, reason, msg = _cond_status(child, "Progressing")
-        c = child_counts(child)
+        c = child_counts(child) if cluster not in uncounted else dict.fromkeys(COUNTERS, 0)
         spec = _int((child.get("spec") or {}).get("replicas"))
-        if s == "False" and reason == "ProgressDeadlineExceeded":
+        if s == "False" and reason == "ProgressDeadlineExceeded" and cluster not in uncounted:
             timed_out.append(f"{cluster}: {_short(msg)}")
         done = c["updatedReplicas"] >= spec and c["availableReplicas"] >= spec and c["replicas"] <= spec \
             and c["updatedReplicas"] == c["replicas"]
@@ -187,5 +203,7 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
         conds.append(("ReplicaFailure", "True", reason, "; ".join(m for _, m in allp)))
 
     conds.append(("Placement", *placement))
+    if partitioned is not None:
+        conds.append((PARTITIONED, *partitioned))
     status["conditions"] = [merge_condition(prev_conds.get(t), t, s, r, m, now) for t, s, r, m in conds]
     return status
