@@ -236,3 +236,15 @@ def test_a_logical_cluster_with_a_trailing_newline_is_invalid(hub: Hub, cluster:
     code, body = hub.json("GET", f"/clusters/{cluster}%0A/api/v1/namespaces")
     assert code == 400, body
     assert body["message"].startswith("invalid cluster: " + json.dumps(cluster + "\n") + " does not match the regex")
+
+
+def test_the_watch_cache_reports_its_history_per_resource(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert hub.json("POST", base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"},
+                                   "data": {"a": "x" * 5000}})[0] == 201
+    code, _, raw = hub.request("GET", "/metrics")
+    assert code == 200
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in raw.decode().splitlines()
+               if line.startswith("fleetplane_watch_cache_history_")}
+    assert samples['fleetplane_watch_cache_history_events{group="",resource="configmaps"}'] >= 1
+    assert samples['fleetplane_watch_cache_history_bytes{group="",resource="configmaps"}'] >= 5000
