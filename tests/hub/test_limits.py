@@ -248,3 +248,18 @@ def test_the_watch_cache_reports_its_history_per_resource(hub: Hub, namespace: s
                if line.startswith("fleetplane_watch_cache_history_")}
     assert samples['fleetplane_watch_cache_history_events{group="",resource="configmaps"}'] >= 1
     assert samples['fleetplane_watch_cache_history_bytes{group="",resource="configmaps"}'] >= 5000
+
+
+def test_a_large_yaml_body_is_decoded_as_a_small_one(hub: Hub, namespace: str):
+    """Past 64 KiB, YAML is decoded on a worker thread (the event loop keeps serving): same result."""
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    data = {f"k{i}": f"{i}-" + "v" * 1000 for i in range(900)}
+    body = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: large\ndata:\n"
+            + "".join(f"  {k}: {v}\n" for k, v in data.items())).encode()
+    assert len(body) > 800_000
+    code, _, raw = hub.request("POST", base, body, content_type=YAML, timeout=60)
+    assert code == 201, raw[:300]
+    assert json.loads(raw)["data"] == data
+    code, _, raw = hub.request("POST", base, body.replace(b"name: large", b"name: large2").replace(b"k1: ", b"~: "),
+                               content_type=YAML, timeout=60)
+    assert code == 400 and "unsupported map key" in _status(raw)["message"]

@@ -201,7 +201,7 @@ class ResourceHandler:
     # -- writes ---------------------------------------------------------------------------
 
     async def _body_object(self, req: Request, rt: ResourceType) -> dict:
-        obj = codec.decode_object(req.content_type, await req.body())
+        obj = await codec.decode_object_async(req.content_type, await req.body())
         if req.keep_body:
             req.decoded_body = copy_obj(obj)  # as sent: the store changes ``obj``
         # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
@@ -247,7 +247,7 @@ class ResourceHandler:
 
     async def patch(self, req: Request, info: RequestInfo, rt: ResourceType) -> None:
         ctx = make_context(req, info, rt)
-        kind, body = codec.decode_patch(req.content_type, await req.body(), custom=rt.custom)
+        kind, body = await codec.decode_patch_async(req.content_type, await req.body(), custom=rt.custom)
         if req.keep_body:
             req.decoded_body = copy_obj(body)
         if kind == "strategic" and rt.custom:
@@ -331,7 +331,7 @@ class ResourceHandler:
         if req.method != "POST":
             raise e.method_not_allowed()
         ctx = make_context(req, info, rt)
-        obj = codec.decode_object(req.content_type, await req.body())
+        obj = await codec.decode_object_async(req.content_type, await req.body())
         if not isinstance(obj, dict):
             raise e.bad_request("the body must be an object")
         if info.subresource:
