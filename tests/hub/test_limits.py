@@ -263,3 +263,14 @@ def test_a_large_yaml_body_is_decoded_as_a_small_one(hub: Hub, namespace: str):
     code, _, raw = hub.request("POST", base, body.replace(b"name: large", b"name: large2").replace(b"k1: ", b"~: "),
                                content_type=YAML, timeout=60)
     assert code == 400 and "unsupported map key" in _status(raw)["message"]
+
+
+def test_configmap_data_is_at_most_one_mib_as_kubes(hub: Hub, namespace: str):
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    code, body = hub.json("POST", base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fat"},
+                                         "data": {"a": "x" * (600 * 1024), "b": "y" * (600 * 1024)}}, timeout=60)
+    assert code == 422, body
+    assert body["details"]["causes"] == [{"reason": "FieldValueTooLong", "message": "Too long: may not be more than 1048576 bytes",
+                                          "field": ""}]
+    assert hub.json("POST", base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fat"},
+                                   "data": {"a": "x" * (1000 * 1024)}}, timeout=60)[0] == 201
