@@ -63,6 +63,10 @@ def test_billion_laughs_is_a_quick_400_while_the_hub_answers_others(hub: Hub, na
     assert _status(raw)["message"] == "error converting YAML to JSON: yaml: document contains excessive aliasing"
     assert result["post_seconds"] < 10  # refused while counting, never expanded (it took minutes and then crashed)
     assert hub.request("GET", f"{base}/lol")[0] == 404
+    # server-side apply reads YAML the same way
+    code, _, raw = hub.request("PATCH", f"{base}/lol?fieldManager=t", body, content_type="application/apply-patch+yaml")
+    assert code == 400 and _status(raw)["message"].endswith("yaml: document contains excessive aliasing")
+    assert hub.request("GET", f"{base}/lol")[0] == 404
 
 
 def test_aliases_within_gos_rule_are_expanded_into_independent_copies(hub: Hub, namespace: str):
