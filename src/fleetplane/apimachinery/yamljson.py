@@ -233,7 +233,7 @@ def _go_repr(v: Any) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list):
         return "[]interface {}{" + ", ".join(_go_repr(x) for x in v) + "}"
-    return "map[string]interface {}{" + ", ".join(f"{_go_repr(k)}:{_go_repr(x)}" for k, x in v.items()) + "}"
+    return "map[interface {}]interface {}{" + ", ".join(f"{_go_repr(k)}:{_go_repr(x)}" for k, x in v.items()) + "}"
 
 
 def _key(k: Any, v: Any) -> str:
