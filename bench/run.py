@@ -166,6 +166,10 @@ def render(r: dict, machine: str, when: str) -> str:
             f"| resident memory at rest / with 300 pods | {s['rss_mib_idle']:.0f} MiB / {s['rss_mib_with_pods']:.0f} MiB |",
             f"| CPU at rest | {s['idle_cpu_percent']:.1f} % |",
         ]
+    if "limits" in r:
+        from . import limits as limits_bench
+
+        lines += ["", *limits_bench.render(r["limits"])]
     if "access" in r:
         a = r["access"]
         lines += [
@@ -235,6 +239,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import webhook as webhook_bench
 
         results["webhook"] = asyncio.run(webhook_bench.run(quick=quick))
+    if want("limits"):
+        from . import limits as limits_bench
+
+        results["limits"] = limits_bench.run(quick=quick)
     return results
 
 

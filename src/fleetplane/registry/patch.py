@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
+import orjson
 
 from fleetplane.apimachinery.errors import StatusError, bad_request, too_large, unprocessable
 from fleetplane.apimachinery.jsonvalue import json_key
+from fleetplane.apimachinery.limits import MAX_BODY_BYTES, exceeds_depth
 
 __all__ = [
     "EMPTY_PATCH_META",
@@ -41,6 +43,9 @@ __all__ = [
 
 # kube-apiserver refuses JSON patches with more operations than this (maxJSONPatchOperations).
 MAX_JSON_PATCH_OPERATIONS = 10000
+# and copies of more than this many bytes in all (JSONPatchMaxCopyBytes, json-patch's
+# AccumulatedCopySizeLimit): a few ``copy`` operations would otherwise double the object each
+MAX_JSON_PATCH_COPY_BYTES = MAX_BODY_BYTES
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +209,7 @@ def apply_json_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
             f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}"
         )
     try:
-        result = jsonpatch.JsonPatch(patch).apply(doc, in_place=False)
+        result = _apply_operations(doc, patch)
     except (
         jsonpatch.JsonPatchException,
         jsonpatch.JsonPointerException,  # re-exported from jsonpointer
@@ -217,6 +222,24 @@ def apply_json_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
         raise _unprocessable_because(str(exc)) from exc
     if not isinstance(result, dict):
         raise _unprocessable_because("the patched document is not a JSON object")
+    if exceeds_depth(result):  # an ``add`` of a deep value at a deep path
+        raise _unprocessable_because("the patched document is nested too deep")
+    return result
+
+
+def _apply_operations(doc: dict[str, Any], patch: list[Any]) -> Any:
+    """The operations one by one on a copy of ``doc``, counting what ``copy`` operations copy
+    (kube's json-patch stops past :data:`MAX_JSON_PATCH_COPY_BYTES`: a 422)."""
+    result: Any = copy.deepcopy(doc)
+    copied = 0
+    for op in patch:
+        if op.get("op") == "copy" and isinstance(op.get("from"), str):
+            copied += len(orjson.dumps(jsonpatch.JsonPointer(op["from"]).resolve(result)))
+            if copied > MAX_JSON_PATCH_COPY_BYTES:
+                raise _unprocessable_because(
+                    f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                    f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+        result = jsonpatch.JsonPatch([op]).apply(result, in_place=True)
     return result
 
 

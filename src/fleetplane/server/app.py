@@ -90,7 +90,7 @@ class HubApp:
         #: this app's own metrics (``/metrics``), whatever other apps the process runs
         self.metrics = Metrics(
             logical_clusters=lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())),
-            storage_revision=lambda: registry.cache.revision)
+            storage_revision=lambda: registry.cache.revision, watch_cache_history=registry.cache.history_sizes)
         registry.store.conversion.observe = self.metrics.observe_conversion
         self.resources = ResourceHandler(registry, config.bookmark_interval, watchers=self.metrics.watchers)
         if pipeline is not None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import yaml
 
 from ..apimachinery import errors as e
+from ..apimachinery.limits import DEPTH_MESSAGE, MAX_DEPTH, MAX_OBJECT_BYTES, exceeds_depth, too_large_message
+from ..apimachinery.yamljson import SizeError, YAMLError, yaml_to_json
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
@@ -21,22 +22,44 @@ PATCH_TYPES = {
 }
 
 
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 as Kubernetes reads it for our purposes; no custom tags."""
+_JSON_ERROR = "couldn't get version/kind; json parse error"
+_PATCH_ERROR = "error decoding patch"
 
 
 def load_yaml(body: bytes) -> Any:
+    """A YAML body as sigs.k8s.io/yaml turns it into JSON, within the depth and size limits."""
     try:
-        return yaml.load(body, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as exc:
+        return yaml_to_json(body, max_depth=MAX_DEPTH, max_bytes=MAX_OBJECT_BYTES)
+    except SizeError:
+        raise e.too_large(too_large_message(MAX_OBJECT_BYTES) + " (the YAML document expands beyond it)") from None
+    except YAMLError as exc:
         raise e.bad_request(f"error converting YAML to JSON: {exc}") from None
 
 
-def load_json(body: bytes) -> Any:
+def load_json(body: bytes, context: str = _JSON_ERROR) -> Any:
+    """A JSON body, nested at most :data:`MAX_DEPTH` deep (orjson itself stops at 1,024)."""
     try:
-        return orjson.loads(body)
+        value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise e.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        if str(exc).startswith("depth limit exceeded"):
+            raise e.bad_request(f"{context}: {DEPTH_MESSAGE}") from None
+        raise e.bad_request(f"{_JSON_ERROR}: {exc}") from None
+    if exceeds_depth(value):
+        raise e.bad_request(f"{context}: {DEPTH_MESSAGE}")
+    return value
+
+
+def _checked_protobuf(body: bytes) -> Any:
+    """A protobuf body as JSON, held to the same depth (raw JSON inside: RawExtension,
+    FieldsV1) and size (zero values rendered) as a JSON body."""
+    from .protobuf import decode
+
+    obj = decode(body)
+    if exceeds_depth(obj):
+        raise e.bad_request(f"unable to decode the protobuf body: {DEPTH_MESSAGE}")
+    if len(orjson.dumps(obj)) > MAX_OBJECT_BYTES:
+        raise e.too_large(too_large_message(MAX_OBJECT_BYTES) + " (the protobuf object decodes beyond it)")
+    return obj
 
 
 def decode_object(content_type: str, body: bytes) -> dict:
@@ -48,9 +71,7 @@ def decode_object(content_type: str, body: bytes) -> dict:
     elif content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
         obj = load_yaml(body)
     elif content_type == PROTOBUF:
-        from .protobuf import decode
-
-        obj = decode(body)
+        obj = _checked_protobuf(body)
     else:
         raise e.unsupported_media_type(
             f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {PROTOBUF}')
@@ -69,7 +90,13 @@ def decode_patch(content_type: str, body: bytes, *, custom: bool) -> tuple[str, 
             "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted))
     if kind == "apply":
         try:
-            return kind, orjson.loads(body)
-        except orjson.JSONDecodeError:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            if str(exc).startswith("depth limit exceeded"):
+                raise e.bad_request(f"{_PATCH_ERROR}: {DEPTH_MESSAGE}") from None
             return kind, load_yaml(body)
-    return kind, load_json(body)
+        if exceeds_depth(value):
+            raise e.bad_request(f"{_PATCH_ERROR}: {DEPTH_MESSAGE}")
+        return kind, value
+    return kind, load_json(body, _PATCH_ERROR)
+

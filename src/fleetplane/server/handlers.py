@@ -355,7 +355,8 @@ class ResourceHandler:
         if req.method != "POST":
             raise e.method_not_allowed()
         ctx = make_context(req, info, rt)
-        obj = codec.decode_object(req.content_type, await req.body())
+        raw = await req.body()
+        obj = await off_loop(_decode_cost(req.content_type, raw), codec.decode_object, req.content_type, raw)
         if not isinstance(obj, dict):
             raise e.bad_request("the body must be an object")
         if info.subresource:

@@ -16,8 +16,9 @@ import orjson
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
+from ..apimachinery.limits import MAX_BODY_BYTES, too_large_message
 
-MAX_BODY = 3 * 1024 * 1024
+MAX_BODY = MAX_BODY_BYTES
 JSON = "application/json"
 
 Receive = Callable[[], Awaitable[dict]]
@@ -104,7 +105,7 @@ class Request:
             chunk = msg.get("body", b"")
             size += len(chunk)
             if size > MAX_BODY:
-                raise e.too_large(f"the request body is larger than the limit of {MAX_BODY} bytes")
+                raise e.too_large(too_large_message(MAX_BODY))
             chunks.append(chunk)
             if not msg.get("more_body"):
                 self.body_bytes = b"".join(chunks)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 if TYPE_CHECKING:
     from .http import Request
@@ -31,10 +31,37 @@ class _ProcessWide:
         return []  # nothing to check for clashes: the app's own names are not in the default registry
 
 
+#: (key prefix ``/<group>/<resource>/``, events, bytes) of each resource's watch-cache history
+HistorySizes = Callable[[], list[tuple[str, int, int]]]
+
+
+class _WatchCacheHistory:
+    """The watch cache's history per resource, read when scraped (resources come and go)."""
+
+    def __init__(self, sizes: HistorySizes) -> None:
+        self.sizes = sizes
+
+    def collect(self) -> Iterable[Metric]:
+        events = GaugeMetricFamily("fleetplane_watch_cache_history_events",
+                                   "Events the watch cache keeps for watches to resume from.", labels=["group", "resource"])
+        size = GaugeMetricFamily("fleetplane_watch_cache_history_bytes",
+                                 "Bytes of the objects of those events (bounded per resource).", labels=["group", "resource"])
+        for prefix, count, nbytes in self.sizes():
+            group, resource = prefix.strip("/").split("/", 1)
+            labels = ["" if group == "core" else group, resource]
+            events.add_metric(labels, count)
+            size.add_metric(labels, nbytes)
+        return [events, size]
+
+    def describe(self) -> list[Metric]:
+        return []
+
+
 class Metrics:
     """One app's request counters and latencies, open watches, logical clusters and revision."""
 
-    def __init__(self, logical_clusters: Callable[[], float], storage_revision: Callable[[], float]) -> None:
+    def __init__(self, logical_clusters: Callable[[], float], storage_revision: Callable[[], float],
+                 watch_cache_history: HistorySizes | None = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter("apiserver_request_total", "Requests by verb, resource and code.",
                                 ["verb", "group", "resource", "subresource", "code"], registry=self.registry)
@@ -61,6 +88,8 @@ class Metrics:
         self.crd_conversion_latency = Histogram(
             "apiserver_crd_conversion_webhook_duration_seconds", "CRD webhook conversion duration in seconds",
             ["crd_name", "from_version", "to_version", "succeeded"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        if watch_cache_history is not None:
+            self.registry.register(_WatchCacheHistory(watch_cache_history))  # type: ignore[arg-type]
         self.registry.register(_ProcessWide())  # type: ignore[arg-type]
 
     def observe(self, req: Request, info: RequestInfo | None, code: int, seconds: float) -> None:

@@ -61,6 +61,7 @@ from typing import Any
 import orjson
 
 from fleetplane.apimachinery.errors import bad_request, unsupported_media_type
+from fleetplane.apimachinery.limits import DEPTH_MESSAGE
 
 from .protobuf_messages import KINDS, MESSAGES
 
@@ -138,6 +139,8 @@ def decode(body: bytes, message: str | None = None) -> dict[str, Any]:
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
+            if str(e).startswith("depth limit exceeded"):
+                raise bad_request(f"unable to decode the protobuf body: {DEPTH_MESSAGE}") from None
             raise bad_request(f"unable to decode the JSON inside the protobuf envelope: {e}") from None
         if not isinstance(obj, dict):
             raise bad_request("the JSON inside the protobuf envelope is not an object")
@@ -313,8 +316,8 @@ def _packed(typ: str, buf: bytes) -> list[Any]:
 
 def _message(name: str, buf: bytes, depth: int) -> Any:
     """Decode ``buf`` as message ``name`` and render it as encoding/json would the Go value."""
-    if depth > _MAX_DEPTH:
-        raise ProtobufError("message nesting too deep")
+    if depth > _MAX_DEPTH:  # kube's messages nest far less; only a crafted body gets here
+        raise ProtobufError(f"messages nested past {_MAX_DEPTH} levels")
     special = CUSTOM_JSON.get(name)
     if special is not None:
         return special(buf)

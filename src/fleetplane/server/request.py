@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ..apimachinery import errors as e
+from ..apimachinery.gofmt import go_quote
 from ..registry.validation import CLUSTER_PATH, CLUSTER_PATH_TEXT
 
 ROOT = "root"
@@ -39,7 +40,7 @@ def split_cluster(raw_path: str) -> tuple[str, str]:
         name, _, tail = rest.partition("/")
         name = unquote(name)
         if name != "*" and not CLUSTER_PATH.match(name):
-            raise e.bad_request(f'invalid cluster: "{name}" does not match the regex {CLUSTER_PATH_TEXT}')
+            raise e.bad_request(f"invalid cluster: {go_quote(name)} does not match the regex {CLUSTER_PATH_TEXT}")
         return name, "/" + tail
     return ROOT, raw_path
 

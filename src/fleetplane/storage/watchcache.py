@@ -5,6 +5,11 @@ for all logical clusters: a list is a scan of one cluster's dict (or all of them
 ``/clusters/*`` wildcard), a watch is a queue filled as events arrive. Lists wait until the
 cache has caught up with the store's current revision, so they are consistent reads, as in
 kube-apiserver's consistent-reads-from-cache.
+
+The history a watch can resume from is bounded per resource three ways (:class:`HistoryLimits`):
+by age (kube's cacher keeps about 75 s, its ``eventFreshDuration``), by the bytes of the events'
+objects (so a run of 2 MiB updates cannot hold gigabytes), and by count. A watch from a
+revision older than what is kept gets 410 Expired, and clients relist.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +31,21 @@ from .keys import split_key
 log = logging.getLogger(__name__)
 
 HISTORY_PER_RESOURCE = 20_000
+HISTORY_SECONDS = 75.0
+HISTORY_BYTES_PER_RESOURCE = 32 * 1024 * 1024
 WATCHER_QUEUE_LIMIT = 20_000
+#: how often history is aged out of resources that see no writes
+SWEEP_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryLimits:
+    """How much history each resource keeps: the first limit reached drops the oldest events
+    (the newest event is always kept, however large: one object is at most a body's size)."""
+
+    events: int = HISTORY_PER_RESOURCE
+    seconds: float = HISTORY_SECONDS
+    bytes: int = HISTORY_BYTES_PER_RESOURCE
 
 
 @dataclass(slots=True)
@@ -49,6 +69,9 @@ class WatchEvent:
     cur: CachedObject
     prev: CachedObject | None
     _encoded: bytes | None = None
+    #: the bytes of the stored value (what the history's byte budget counts) and when it arrived
+    size: int = 0
+    arrived: float = 0.0
 
     @property
     def revision(self) -> int:
@@ -127,10 +150,14 @@ class Watcher:
 class ResourceCache:
     """Current objects and recent events of one resource (``/<group>/<resource>/``)."""
 
-    def __init__(self, prefix: str, start_revision: int) -> None:
+    def __init__(self, prefix: str, start_revision: int, limits: HistoryLimits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.prefix = prefix
         self.by_cluster: dict[str, dict[str, CachedObject]] = {}
-        self.history: collections.deque[WatchEvent] = collections.deque(maxlen=HISTORY_PER_RESOURCE)
+        self.history: collections.deque[WatchEvent] = collections.deque()
+        self.history_bytes = 0
+        self.limits = limits or HistoryLimits()
+        self.clock = clock
         # Events after this revision are all in history (or there were none).
         self.oldest_revision = start_revision
         self.watchers: set[Watcher] = set()
@@ -151,12 +178,23 @@ class ResourceCache:
             cur = decode(ev.key, ev.value, ev.revision)
             bucket[ev.key] = cur
             wev = WatchEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
-        if len(self.history) == self.history.maxlen:
-            self.oldest_revision = self.history[0].revision
+        wev.size, wev.arrived = len(ev.value), self.clock()
         self.history.append(wev)
+        self.history_bytes += wev.size
+        self.trim()
         for w in list(self.watchers):
             w.offer(wev)
         return wev
+
+    def trim(self) -> None:
+        """Drop the oldest events past any of the limits; a watch from before what is left is 410."""
+        limits, history = self.limits, self.history
+        too_old = self.clock() - limits.seconds
+        while history and (len(history) > limits.events or history[0].arrived < too_old
+                           or (self.history_bytes > limits.bytes and len(history) > 1)):
+            dropped = history.popleft()
+            self.history_bytes -= dropped.size
+            self.oldest_revision = dropped.revision
 
     def objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
         """Unsorted objects in scope."""
@@ -177,12 +215,16 @@ class ResourceCache:
 class WatchCache:
     """All resources' caches, fed by the store's change stream from one task."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, limits: HistoryLimits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
+        self.limits = limits or HistoryLimits()
+        self.clock = clock
         self.resources: dict[str, ResourceCache] = {}
         self.revision = 0
         self._start_revision = 0
         self._task: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._listeners: list[Callable[[WatchEvent], None]] = []
         self.ready = asyncio.Event()
@@ -191,7 +233,19 @@ class WatchCache:
         kvs, rev = await self.store.range("/")
         self._load(kvs, rev)
         self._task = asyncio.create_task(self._run(rev + 1), name="watch-cache")
+        self._sweeper = asyncio.create_task(self._sweep(), name="watch-cache-sweeper")
         self.ready.set()
+
+    async def _sweep(self) -> None:
+        """Age history out of resources nobody writes to (writes trim their own resource)."""
+        while True:
+            await asyncio.sleep(min(SWEEP_SECONDS, self.limits.seconds))
+            for rc in list(self.resources.values()):
+                rc.trim()
+
+    def history_sizes(self) -> list[tuple[str, int, int]]:
+        """(prefix, events, bytes) of each resource's history, for the metrics."""
+        return [(rc.prefix, len(rc.history), rc.history_bytes) for rc in list(self.resources.values())]
 
     def _load(self, kvs: list[KeyValue], rev: int) -> None:
         self.revision = rev
@@ -200,10 +254,11 @@ class WatchCache:
             self.resource(kv.key).load(decode(kv.key, kv.value, kv.mod_revision))
 
     async def close(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        for task in (self._task, self._sweeper):
+            if task:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         self.stop_watchers()
 
     def stop_watchers(self) -> None:
@@ -217,7 +272,7 @@ class WatchCache:
         prefix = f"/{parts[1]}/{parts[2]}/"
         rc = self.resources.get(prefix)
         if rc is None:
-            rc = self.resources[prefix] = ResourceCache(prefix, self._start_revision)
+            rc = self.resources[prefix] = ResourceCache(prefix, self._start_revision, self.limits, self.clock)
         return rc
 
     def add_listener(self, fn: Callable[[WatchEvent], None]) -> None:
@@ -304,6 +359,7 @@ class WatchCache:
         w = Watcher(rc, cluster, namespace, match)
         replay: list[WatchEvent] = []
         if since is not None and since < self.revision:
+            rc.trim()  # what has aged out since the last write is gone
             if since < rc.oldest_revision:
                 raise CompactedError(since, rc.oldest_revision)
             for ev in rc.history:

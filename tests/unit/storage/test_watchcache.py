@@ -1,6 +1,6 @@
 """The watch cache in-process over a temporary SQLite file: consistent reads wait for the store's
 revision, watches start from history, a resourceVersion older than the history is 410 Expired,
-a watcher too far behind is dropped, and each event is encoded once for every watcher."""
+history is bounded by count, bytes and age, a watcher too far behind is dropped, and each event is encoded once for every watcher."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import pytest
 from fleetplane.storage import watchcache
 from fleetplane.storage.interface import CompactedError
 from fleetplane.storage.sqlite import SQLiteStore
-from fleetplane.storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
+from fleetplane.storage.watchcache import CachedObject, HistoryLimits, WatchCache, Watcher, WatchEvent
 
 PREFIX = "/core/configmaps/"
+MIB = 1024 * 1024
 
 
 def key(name: str, cluster: str = "root", namespace: str = "default") -> str:
@@ -124,16 +125,78 @@ async def test_a_watch_from_before_the_cache_started_is_too_old(tmp_path: Path) 
         await store.close()
 
 
-async def test_history_beyond_its_limit_is_too_old(store: SQLiteStore, cache: WatchCache,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(watchcache, "HISTORY_PER_RESOURCE", 2)
-    revs = [await store.create(key(f"h{i}"), value(f"h{i}")) for i in range(4)]  # a new resource's history
+@pytest.fixture
+async def bounded(store: SQLiteStore) -> AsyncIterator[tuple[WatchCache, list[float]]]:
+    """A cache with small history limits and a clock the test moves."""
+    now = [1000.0]
+    c = WatchCache(store, HistoryLimits(events=3, seconds=75, bytes=5 * MIB), clock=lambda: now[0])
+    await c.start()
+    try:
+        yield c, now
+    finally:
+        await c.close()
+
+
+async def test_history_beyond_its_count_is_too_old(store: SQLiteStore, bounded: tuple[WatchCache, list[float]]) -> None:
+    cache, _ = bounded
+    revs = [await store.create(key(f"h{i}"), value(f"h{i}")) for i in range(5)]  # a new resource's history
     await cache.sync()
     w, replay = cache.watch(PREFIX, "root", None, everything, revs[2])
     w.stop()
-    assert [ev.revision for ev in replay] == [revs[3]]
+    assert [ev.revision for ev in replay] == [revs[3], revs[4]]
+    assert len(cache.resource(PREFIX).history) == 3
     with pytest.raises(CompactedError):
         cache.watch(PREFIX, "root", None, everything, revs[0])
+
+
+async def test_large_updates_do_not_pile_up_past_the_byte_budget(store: SQLiteStore,
+                                                                 bounded: tuple[WatchCache, list[float]]) -> None:
+    cache, _ = bounded
+    rev = await store.create(key("big"), value("big", blob="x"))
+    revs = [rev]
+    for i in range(6):  # 2 MiB each: a count-only cap of 3 would keep 6 MiB
+        rev = await store.update(key("big"), value("big", blob=str(i) * (2 * MIB)), rev)
+        revs.append(rev)
+    await cache.sync()
+    rc = cache.resource(PREFIX)
+    assert rc.history_bytes <= 5 * MIB
+    assert [ev.revision for ev in rc.history] == revs[-2:]
+    assert rc.history_bytes == sum(ev.size for ev in rc.history)
+    assert cache.history_sizes() == [(PREFIX, 2, rc.history_bytes)]
+    w, replay = cache.watch(PREFIX, "root", None, everything, revs[-3])  # the newest two replayed
+    w.stop()
+    assert [ev.revision for ev in replay] == revs[-2:]
+    with pytest.raises(CompactedError):  # what the byte budget dropped: 410, the client relists
+        cache.watch(PREFIX, "root", None, everything, revs[-4])
+    # one event larger than the whole budget is still kept: a watch can resume right before it
+    huge = await store.update(key("big"), value("big", blob="y" * (6 * MIB)), rev)
+    await cache.sync()
+    assert [ev.revision for ev in rc.history] == [huge]
+    w, replay = cache.watch(PREFIX, "root", None, everything, rev)
+    w.stop()
+    assert [ev.revision for ev in replay] == [huge]
+
+
+async def test_old_events_age_out(store: SQLiteStore, bounded: tuple[WatchCache, list[float]]) -> None:
+    cache, now = bounded
+    first = await store.create(key("a"), value("a"))
+    second = await store.create(key("b"), value("b"))
+    await cache.sync()
+    now[0] += 50
+    third = await store.create(key("c"), value("c"))
+    await cache.sync()
+    now[0] += 30  # the first two are 80 s old, the third 30 s
+    with pytest.raises(CompactedError):  # aged out without another write to the resource
+        cache.watch(PREFIX, "root", None, everything, first)
+    w, replay = cache.watch(PREFIX, "root", None, everything, second)
+    w.stop()
+    assert [ev.revision for ev in replay] == [third]
+    now[0] += 60
+    cache.resource(PREFIX).trim()  # as the sweeper does for a resource nobody writes to
+    assert cache.history_sizes() == [(PREFIX, 0, 0)]
+    w, replay = cache.watch(PREFIX, "root", None, everything, third)  # nothing missed since: no 410
+    w.stop()
+    assert replay == []
 
 
 async def test_a_watcher_too_far_behind_is_dropped(store: SQLiteStore, cache: WatchCache,

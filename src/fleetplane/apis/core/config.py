@@ -15,6 +15,8 @@ from ...registry.types import META_FIELDS, ResourceType, field_getter
 from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
 _DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
+#: kube's core.MaxSecretSize: what a ConfigMap's or a Secret's data may hold in all
+MAX_DATA_BYTES = 1024 * 1024
 
 
 def _validate_data_keys(data: object, path: str) -> list[FieldError]:
@@ -59,6 +61,13 @@ class ConfigMapStrategy(CoreStrategy):
                 errs.append(e.invalid("data", k, "duplicate of key present in binaryData"))
         if isinstance(binary, dict):
             errs += _check_base64(binary, "binaryData")
+        # kube's ValidateConfigMap: data and binaryData together at most MaxSecretSize (1 MiB),
+        # the error on the whole object (field "")
+        size = sum(len(v.encode()) for v in (data or {}).values() if isinstance(v, str)) if isinstance(data, dict) else 0
+        if isinstance(binary, dict):
+            size += sum(len(v) * 3 // 4 for v in binary.values() if isinstance(v, str))
+        if size > MAX_DATA_BYTES:
+            errs.append(e.too_long("", MAX_DATA_BYTES))
         return errs
 
     def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
@@ -99,8 +108,8 @@ class SecretStrategy(CoreStrategy):
         if isinstance(data, dict):
             errs += _check_base64(data, "data")
             size = sum(len(v) * 3 // 4 for v in data.values() if isinstance(v, str))
-            if size > 1024 * 1024:
-                errs.append(e.too_long("data", 1024 * 1024))
+            if size > MAX_DATA_BYTES:
+                errs.append(e.too_long("data", MAX_DATA_BYTES))
         return errs
 
     def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
