@@ -87,6 +87,8 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     #: who asks (admission plugins see it); None for the hub's own in-process controllers
     user: UserInfo | None = None
+    #: audit annotations admission adds (the audit log records them with the request's event)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -306,7 +308,8 @@ class GenericStore:
     def _admission(self, op: str, rt: ResourceType, ctx: Context, name: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                    subresource: str = "", options: dict[str, Any] | None = None) -> AdmissionRequest:
         return AdmissionRequest(op, rt, ctx.cluster, ctx.namespace if rt.namespaced else "", name, obj, old,
-                                subresource, ctx.user, ctx.dry_run, options or {})
+                                subresource, ctx.user, ctx.dry_run, options or {},
+                                warnings=ctx.warnings, audit_annotations=ctx.audit_annotations)
 
     def _invalid(self, rt: ResourceType, obj: dict[str, Any], errs: builtins.list[FieldError]) -> StatusError:
         name = (obj.get("metadata") or {}).get("name") or ""

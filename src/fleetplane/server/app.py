@@ -161,6 +161,8 @@ class HubApp:
 
     @staticmethod
     def _audit_finish(ctx: Any, req: Request, code: int, body: bytes) -> None:
+        for key, value in req.audit_annotations.items():
+            ctx.annotate(key, value)
         if req.decoded_body is not None:
             ctx.request_object(req.decoded_body)
         elif req.body_bytes:

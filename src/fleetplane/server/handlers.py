@@ -96,7 +96,7 @@ def make_context(req: Request, info: RequestInfo, rt: ResourceType) -> Context:
     fv = req.param("fieldValidation")
     if fv not in FIELD_VALIDATION:
         raise e.invalid_object("meta.k8s.io", "CreateOptions", "", [e.not_supported("fieldValidation", fv, ["Ignore", "Strict", "Warn"])])
-    ctx = Context(info.cluster, ns, manager, bool(dry), fv, req.warnings, req.user)
+    ctx = Context(info.cluster, ns, manager, bool(dry), fv, req.warnings, req.user, req.audit_annotations)
     return ctx
 
 

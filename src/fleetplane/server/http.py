@@ -32,6 +32,8 @@ class Request:
     receive: Receive
     send: Send
     warnings: list[str] = field(default_factory=list)
+    #: audit annotations added while serving (admission's), recorded with the audit event
+    audit_annotations: dict[str, str] = field(default_factory=dict)
     #: the ASGI scope's header list (repeated headers such as Impersonate-Group kept apart)
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     #: the verified TLS client certificate (DER), when the client sent one

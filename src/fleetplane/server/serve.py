@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from ..pipeline.admission.policies_source import install as install_validating_admission_policy
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
 from ..pipeline.authentication.errors import AuthenticationError
@@ -285,6 +286,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
+    install_validating_admission_policy(registry, reviews.authorization.authorizer)
     audit = None
     if opts.audit_log_path:
         # without a policy file, every request at Metadata (kube audits nothing without one)

@@ -8,8 +8,9 @@ ValidatingAdmissionPolicy kinds; the admission plugins that act on them live in
 from __future__ import annotations
 
 from ...registry.types import ResourceType
+from . import policies
 
 
 def resource_types() -> list[ResourceType]:
     """Fresh ResourceType objects for the group's kinds."""
-    return []
+    return [*policies.resource_types()]
