@@ -295,7 +295,8 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
 
     # -- evaluation -----------------------------------------------------------------------
 
-    def _activation(self, req: Request, matched: ServedType, params: Any, namespace: dict[str, Any] | None) -> Activation:
+    def _activation(self, req: Request, policy: CompiledPolicy, matched: ServedType, params: Any,
+                    namespace: dict[str, Any] | None) -> Activation:
         rt = req.rt
         user = req.user
         user_info: dict[str, Any] = {"username": user.name, "uid": user.uid, "groups": list(user.groups),
@@ -321,8 +322,8 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                                   NAMESPACE_OBJECT: namespace,
                                   AUTHORIZER: authorizer_value(rt.group, rt.version, rt.plural, req.subresource,
                                                                req.namespace, name)}
-        return Activation(values, authorize=self._authorize if user is not None else None, user=user,
-                          cluster=req.cluster)
+        return Activation(values, policy.variables, authorize=self._authorize if user is not None else None,
+                          user=user, cluster=req.cluster)
 
     def _authorize(self, attrs: Attributes) -> Result:
         return self.authorize(attrs)
@@ -387,7 +388,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                     namespace_object = self._namespace_object(req)
                 actions = bspec.get("validationActions") or []
                 for param in params:
-                    self._evaluate(policy, bname, actions, self._activation(req, matched, param, namespace_object),
+                    self._evaluate(policy, bname, actions, self._activation(req, policy, matched, param, namespace_object),
                                    denials, failures, annotations, req.warnings)
             for key, values in annotations.items():
                 req.audit_annotations.setdefault(f"{policy.name}/{key}", ", ".join(values))
