@@ -159,6 +159,10 @@ def render(r: dict, machine: str, when: str) -> str:
             f"| resident memory at rest / with 300 pods | {s['rss_mib_idle']:.0f} MiB / {s['rss_mib_with_pods']:.0f} MiB |",
             f"| CPU at rest | {s['idle_cpu_percent']:.1f} % |",
         ]
+    if "policy" in r:
+        from . import policy as policy_bench
+
+        lines += ["", *policy_bench.render(r["policy"])]
     if "access" in r:
         a = r["access"]
         lines += [
@@ -218,6 +222,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import fleet_capacity
 
         results["capacity"] = fleet_capacity.run(5 if quick else 20)
+    if want("policy"):
+        from . import policy as policy_bench
+
+        results["policy"] = asyncio.run(policy_bench.run(quick=quick))
     if want("access"):
         from . import access as access_bench
 

@@ -102,6 +102,15 @@ def default_binding(obj: dict[str, Any]) -> None:
 # -- validation -------------------------------------------------------------------------------
 
 
+def _go_slice(items: list[Any], element: str = "string") -> str:
+    """A slice as Go's ``%#v`` prints it in a field error: ``[]string{"*", "pods"}``."""
+    return f"[]{element}{{" + ", ".join('"' + str(i).replace('"', '\\"') + '"' for i in items) + "}"
+
+
+def _invalid_slice(path: str, items: list[Any], detail: str, element: str = "string") -> FieldError:
+    return e.invalid_literal(path, _go_slice(items, element), detail)
+
+
 def _wildcard_with_others(items: list[Any]) -> bool:
     return len(items) > 1 and "*" in items
 
@@ -134,9 +143,9 @@ def _validate_resources(resources: list[Any], path: str) -> list[FieldError]:
         if res == "*":
             with_wild_res.add(sub)
     if len(resources) > 1 and double:
-        errs.append(e.invalid(path, resources, "if '*/*' is present, must not specify other resources"))
+        errs.append(_invalid_slice(path, resources, "if '*/*' is present, must not specify other resources"))
     if single and plain:
-        errs.append(e.invalid(path, resources, "if '*' is present, must not specify other resources without subresources"))
+        errs.append(_invalid_slice(path, resources, "if '*' is present, must not specify other resources without subresources"))
     return errs
 
 
@@ -157,7 +166,8 @@ def _validate_rule(rule: Any, path: str) -> list[FieldError]:
     if not ops:
         errs.append(e.required(f"{path}.operations"))
     if _wildcard_with_others(ops):
-        errs.append(e.invalid(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
+        errs.append(_invalid_slice(f"{path}.operations", ops, "if '*' is present, must not specify other operations",
+                                      "admissionregistration.OperationType"))
     for i, op in enumerate(ops):
         if op not in OPERATIONS:
             errs.append(e.not_supported(f"{path}.operations[{i}]", op, OPERATIONS))
@@ -165,12 +175,12 @@ def _validate_rule(rule: Any, path: str) -> list[FieldError]:
     if not groups:
         errs.append(e.required(f"{path}.apiGroups"))
     if _wildcard_with_others(groups):
-        errs.append(e.invalid(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
+        errs.append(_invalid_slice(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
     versions = _list(rule.get("apiVersions"))
     if not versions:
         errs.append(e.required(f"{path}.apiVersions"))
     if _wildcard_with_others(versions):
-        errs.append(e.invalid(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
+        errs.append(_invalid_slice(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
     for i, v in enumerate(versions):
         if not v:
             errs.append(e.required(f"{path}.apiVersions[{i}]"))
@@ -397,8 +407,9 @@ def validate_binding(obj: dict[str, Any]) -> list[FieldError]:
             errs.append(e.duplicate(f"spec.validationActions[{i}]", a))
         seen.add(str(a))
     if DENY in seen and WARN in seen:
-        errs.append(e.invalid("spec.validationActions", actions, "must not contain both Deny and Warn (repeating the same "
-                              "validation failure information in the API response and headers serves no purpose)"))
+        errs.append(_invalid_slice("spec.validationActions", actions, "must not contain both Deny and Warn (repeating "
+                                   "the same validation failure information in the API response and headers serves no "
+                                   "purpose)", "admissionregistration.ValidationAction"))
     if not seen:
         errs.append(e.required("spec.validationActions", "at least one validation action is required"))
     return errs

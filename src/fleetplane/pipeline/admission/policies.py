@@ -43,6 +43,7 @@ from .policies_cel import (
     Activation,
     AuthorizeFn,
     Compiled,
+    Environment,
     EvaluationError,
     authorizer_value,
     compile_admission,
@@ -113,6 +114,7 @@ class CompiledPolicy:
     match_conditions: list[tuple[str, Compiled]] = field(default_factory=list)
     validations: list[_Validation] = field(default_factory=list)
     audit_annotations: list[tuple[str, Compiled]] = field(default_factory=list)
+    environment: Environment | None = None
 
     @property
     def name(self) -> str:
@@ -153,6 +155,10 @@ def compile_policy(obj: dict[str, Any]) -> CompiledPolicy:
     for a in spec.get("auditAnnotations") or []:
         out.audit_annotations.append((str(a.get("key") or ""), compile_admission(
             str(a.get("valueExpression") or ""), params=params, authorizer=True, variables=known)))
+    out.environment = Environment([
+        *out.variables.values(), *(c for _, c in out.match_conditions), *(c for _, c in out.audit_annotations),
+        *(v.expression for v in out.validations),
+        *(v.message_expression for v in out.validations if v.message_expression is not None)])
     return out
 
 
@@ -323,7 +329,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                                   AUTHORIZER: authorizer_value(rt.group, rt.version, rt.plural, req.subresource,
                                                                req.namespace, name)}
         return Activation(values, policy.variables, authorize=self._authorize if user is not None else None,
-                          user=user, cluster=req.cluster)
+                          user=user, cluster=req.cluster, environment=policy.environment)
 
     def _authorize(self, attrs: Attributes) -> Result:
         return self.authorize(attrs)
@@ -460,7 +466,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
         """messageExpression, else message, else ``failed expression: <expression>``."""
         if v.message_expression is not None:
             try:
-                value = act.evaluate(v.message_expression, authorizer=False)
+                value = act.evaluate(v.message_expression)
             except EvaluationError:
                 value = None
             if isinstance(value, str):

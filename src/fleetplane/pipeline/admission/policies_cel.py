@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...registry.schema.cel import _cel_error_text, _Program, compile_expression
+from ...registry.schema.cel import _cel_error_text, _Program, _projection, compile_expression
+from ...registry.schema.celengine import _cel
 from ...registry.schema.cellib import code_segments
 from ..authorization.attributes import Attributes, Result
 from ..user import UserInfo, service_account_user
@@ -57,11 +58,13 @@ def issue(source: str, offset: int, message: str) -> str:
 
 @dataclass(frozen=True)
 class Compiled:
-    """An expression compiled for one environment; ``error`` is kube's ``compilation failed: ...``."""
+    """An expression compiled for one environment; ``error`` is kube's ``compilation failed: ...``.
+    ``reads`` holds, per variable it uses, the part of the value it reads (None: all of it)."""
 
     source: str
     program: _Program | None
     error: str | None = None
+    reads: dict[str, Any] = field(default_factory=dict)
 
 
 def _rewrite_variables(source: str, known: tuple[str, ...]) -> tuple[str, str | None]:
@@ -91,7 +94,10 @@ def compile_admission(source: str, *, params: bool, authorizer: bool, variables:
     prog = compile_expression(rewritten, declared, _BOUND)
     if prog.error is not None:
         return Compiled(source, None, f"compilation failed: {prog.error}")
-    return Compiled(source, prog)
+    reads = {v: _projection(rewritten, v) for v in prog.variables}
+    if rewritten != source:
+        reads[VARIABLES] = None
+    return Compiled(source, prog, reads=reads)
 
 
 class EvaluationError(Exception):
@@ -101,24 +107,69 @@ class EvaluationError(Exception):
 AuthorizeFn = Callable[[Attributes], Result]
 
 
+def _merge_reads(a: Any, b: Any) -> Any:
+    if a is None or b is None:
+        return None
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge_reads(out[k], v) if k in out else v
+    return out
+
+
+def _project(value: Any, reads: Any) -> Any:
+    """Only the parts of ``value`` that are read (converting a value into CEL is what costs)."""
+    if reads is None or not isinstance(value, dict):
+        return value
+    return {k: _project(value[k], sub) for k, sub in reads.items() if k in value}
+
+
+class Environment:
+    """What a set of expressions (one policy's) needs at evaluation: the variables they read and
+    how much of each, the library functions they call, whether they use the authorizer."""
+
+    def __init__(self, expressions: list[Compiled]) -> None:
+        self.reads: dict[str, Any] = {}
+        self.library: dict[str, Callable[..., Any]] = {}
+        for c in expressions:
+            if c.program is None:
+                continue
+            for var, reads in c.reads.items():
+                self.reads[var] = _merge_reads(self.reads[var], reads) if var in self.reads else reads
+            self.library.update(c.program.funcs or {})
+        self.authorizer = AUTHORIZER in self.reads
+        self.variables = VARIABLES in self.reads
+
+
 @dataclass
 class Activation:
-    """The values one evaluation sees, with the lazily evaluated variables and the authorizer."""
+    """The values one evaluation sees, in one CEL context shared by its expressions, with the
+    lazily evaluated variables and the authorizer."""
 
     values: dict[str, Any]
     variable_programs: dict[str, Compiled] = field(default_factory=dict)
     authorize: AuthorizeFn | None = None
     user: UserInfo | None = None
     cluster: str = ""
+    environment: Environment | None = None
     _memo: dict[str, Any] = field(default_factory=dict)
     _failed: list[str] = field(default_factory=list)
-    _functions: dict[str, Callable[..., Any]] | None = None
+    _context: Any = None
     _decisions: dict[Attributes, Result] = field(default_factory=dict)
 
-    def functions(self) -> dict[str, Callable[..., Any]]:
-        if self._functions is None:
-            self._functions = {VARIABLE_FUNCTION: self._variable, **self._authorizer_functions()}
-        return self._functions
+    def context(self) -> Any:
+        if self._context is None:
+            env = self.environment or Environment([*self.variable_programs.values()])
+            functions: dict[str, Callable[..., Any]] = dict(env.library)
+            if self.environment is None or env.variables:
+                functions[VARIABLE_FUNCTION] = self._variable
+            if self.environment is None or env.authorizer:
+                functions.update(self._authorizer_functions())
+            if self.environment is None:
+                values = self.values
+            else:
+                values = {k: _project(v, env.reads[k]) for k, v in self.values.items() if k in env.reads}
+            self._context = _cel.Context(values, functions)
+        return self._context
 
     def _variable(self, name: str) -> Any:
         if name in self._memo:
@@ -129,7 +180,7 @@ class Activation:
             self._failed.append(msg)
             raise ValueError(msg)
         try:
-            value = compiled.program.run(self.values, self.functions())
+            value = compiled.program.execute(self.context())
         except Exception as exc:  # noqa: BLE001 - reported as the reading expression's error
             msg = self._failed[-1] if self._failed else _cel_error_text(exc)[0]
             self._failed.append(msg)
@@ -137,15 +188,13 @@ class Activation:
         self._memo[name] = value
         return value
 
-    def evaluate(self, compiled: Compiled, *, authorizer: bool = True) -> Any:
+    def evaluate(self, compiled: Compiled) -> Any:
         """The expression's value; ``EvaluationError`` with kube's message if it fails."""
         if compiled.program is None:
             raise EvaluationError(f"compilation error: {compiled.error}")
-        values = self.values if authorizer or AUTHORIZER not in self.values else \
-            {k: v for k, v in self.values.items() if k != AUTHORIZER}
         self._failed.clear()
         try:
-            return compiled.program.run(values, self.functions())
+            return compiled.program.execute(self.context())
         except Exception as exc:  # noqa: BLE001 - every engine failure is an evaluation error
             detail = self._failed[0] if self._failed else _cel_error_text(exc)[0]
             raise EvaluationError(f"expression '{compiled.source}' resulted in error: {detail}") from None

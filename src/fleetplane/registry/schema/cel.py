@@ -132,6 +132,11 @@ class _Program:
         self.uses_old_self = "oldSelf" in variables
         self.variables = frozenset(variables) & declared
 
+    def execute(self, context: Any) -> Any:
+        """Run in a ``cel.Context`` the caller built (and reuses: converting values into it is
+        what costs, so one context serves every expression of one evaluation)."""
+        return self.prog.execute(context)
+
     def run(self, variables: dict[str, Any], functions: dict[str, Callable[..., Any]] | None = None) -> Any:
         funcs = self.funcs if not functions else {**(self.funcs or {}), **functions}
         if funcs is None:
