@@ -95,6 +95,7 @@ async def in_process(n: int) -> dict[str, Any]:
     from fleetplane.apis.core import resource_types as core_types
     from fleetplane.pipeline.admission.chain import CREATE, Request
     from fleetplane.pipeline.admission.policies import ServedType, ValidatingAdmissionPolicyPlugin
+    from fleetplane.pipeline.admission.policies_source import MemorySource
     from fleetplane.pipeline.authorization.attributes import Decision, Result
     from fleetplane.pipeline.user import UserInfo
 
@@ -103,36 +104,13 @@ async def in_process(n: int) -> dict[str, Any]:
     default_binding(binding)
     configmaps = next(rt for rt in core_types() if rt.plural == "configmaps")
     served = ServedType("", "v1", "ConfigMap", "configmaps", True)
-
-    class Source:
-        def __init__(self, with_policy: bool) -> None:
-            self.with_policy = with_policy
-
-        def policies(self, cluster: str) -> list[tuple[int, dict[str, Any]]]:
-            return [(1, policy)] if self.with_policy else []
-
-        def bindings(self, cluster: str) -> list[tuple[int, dict[str, Any]]]:
-            return [(1, binding)] if self.with_policy else []
-
-        def namespace(self, cluster: str, name: str) -> dict[str, Any] | None:
-            return {"metadata": {"name": name}}
-
-        def served_kind(self, cluster: str, api_version: str, kind: str) -> ServedType | None:
-            return served
-
-        def versions_of(self, cluster: str, group: str, plural: str) -> list[ServedType]:
-            return [served]
-
-        def get(self, cluster: str, s: ServedType, namespace: str, name: str) -> dict[str, Any] | None:
-            return LIMITS
-
-        def list(self, cluster: str, s: ServedType, namespace: str) -> list[dict[str, Any]]:
-            return [LIMITS]
+    limits = {**LIMITS, "metadata": {"name": "limits", "namespace": "default"}}
 
     user = UserInfo("bench", groups=("system:authenticated",))
 
     async def measure(with_policy: bool) -> list[float]:
-        plugin = ValidatingAdmissionPolicyPlugin(Source(with_policy), lambda attrs: Result(Decision.ALLOW))
+        source = MemorySource([policy], [binding], [limits], [served]) if with_policy else MemorySource([], [])
+        plugin = ValidatingAdmissionPolicyPlugin(source, lambda attrs: Result(Decision.ALLOW))
         out = []
         for i in range(n):
             req = Request(CREATE, configmaps, "root", "default", f"cm-{i}", payload(i), user=user)

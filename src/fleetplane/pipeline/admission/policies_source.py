@@ -4,6 +4,7 @@ and :func:`install`, which joins the plugin to a hub's admission chain."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...apis.admissionregistration.policies import PolicyStrategy
@@ -90,6 +91,46 @@ class RegistrySource:
     def kind_schema(self, cluster: str, api_version: str, kind: str) -> dict[str, Any] | None:
         rt = self._kind(cluster, api_version, kind)
         return schema_of(rt) if rt is not None else None
+
+
+class MemorySource:
+    """``policies.PolicySource`` over plain objects (one logical cluster): for tests and the
+    benchmark, which exercise the plugin without a hub. ``objects`` are any served objects
+    (params, namespaces), ``types`` the served kinds."""
+
+    def __init__(self, policies: list[dict[str, Any]], bindings: list[dict[str, Any]],
+                 objects: Sequence[dict[str, Any]] = (), types: Sequence[ServedType] = ()) -> None:
+        self._policies = [(1, p) for p in policies]
+        self._bindings = [(1, b) for b in bindings]
+        self.objects = list(objects)
+        self.types = list(types)
+
+    def policies(self, cluster: str) -> list[tuple[int, dict[str, Any]]]:
+        return self._policies
+
+    def bindings(self, cluster: str) -> list[tuple[int, dict[str, Any]]]:
+        return self._bindings
+
+    def _of(self, served: ServedType) -> list[dict[str, Any]]:
+        api_version = f"{served.group}/{served.version}" if served.group else served.version
+        return [o for o in self.objects if o.get("kind") == served.kind and o.get("apiVersion") == api_version]
+
+    def namespace(self, cluster: str, name: str) -> dict[str, Any] | None:
+        return next((o for o in self.objects if o.get("kind") == "Namespace" and o["metadata"]["name"] == name), None)
+
+    def served_kind(self, cluster: str, api_version: str, kind: str) -> ServedType | None:
+        group, _, version = api_version.rpartition("/")
+        return next((t for t in self.types if (t.group, t.version, t.kind) == (group, version, kind)), None)
+
+    def versions_of(self, cluster: str, group: str, plural: str) -> list[ServedType]:
+        return [t for t in self.types if t.group == group and t.plural == plural]
+
+    def get(self, cluster: str, served: ServedType, namespace: str, name: str) -> dict[str, Any] | None:
+        return next((o for o in self._of(served) if o["metadata"]["name"] == name
+                     and o["metadata"].get("namespace", "") == namespace), None)
+
+    def list(self, cluster: str, served: ServedType, namespace: str) -> list[dict[str, Any]]:
+        return [o for o in self._of(served) if not namespace or o["metadata"].get("namespace", "") == namespace]
 
 
 def install(registry: Registry, authorizer: Authorizer) -> ValidatingAdmissionPolicyPlugin:
