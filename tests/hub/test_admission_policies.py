@@ -138,6 +138,11 @@ def test_a_policy_with_configmap_params_and_each_validation_action(audited: tupl
                          "expressionIndex": 0, "validationActions": ["Warn", "Audit"]}]
     assert event["annotations"]["max-keys/keys"] == "2"
 
+    code, _, raw = audited[0].request("GET", "/metrics")
+    assert code == 200
+    assert ('apiserver_validating_admission_policy_check_total{enforcement_action="deny",error_type="invalid_error",'
+            'policy="max-keys",policy_binding="max-keys-binding"}') in raw.decode()
+
     # params that are not there: parameterNotFoundAction Deny is a configuration error
     k("apply", "-f", "-", stdin=binding("[Deny]", param="missing"))
     err = k.fail("apply", "-f", "-", stdin=configmap("orphan", 1)).err
@@ -348,3 +353,69 @@ def test_policies_are_per_logical_cluster(audited: tuple[Hub, Path], cluster: st
     assert _create(hub, cluster, "/api/v1/namespaces/default/configmaps", _cm("c"))[0] == 422
     other = cluster + "-other"
     assert _create(hub, other, "/api/v1/namespaces/default/configmaps", _cm("c"))[0] == 201
+
+
+LIMITS_CRD = yaml_doc("""\
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: limits.example.com}
+    spec:
+      group: example.com
+      scope: Cluster
+      names: {plural: limits, singular: limit, kind: Limit}
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        schema:
+          openAPIV3Schema:
+            type: object
+            properties:
+              spec:
+                type: object
+                properties:
+                  maxLength: {type: integer}
+    """)
+
+
+def test_a_custom_resource_as_params_and_its_schema_in_type_checking(k: Kubectl) -> None:
+    k("apply", "-f", "-", stdin=LIMITS_CRD)
+    wait_for(lambda: k("get", "limits", check=False).code == 0, 15, what="the Limit CRD served")
+    k("apply", "-f", "-", stdin=yaml_doc("""\
+        apiVersion: example.com/v1
+        kind: Limit
+        metadata: {name: names}
+        spec: {maxLength: 5}
+        """))
+    k("apply", "-f", "-", stdin=yaml_doc("""\
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicy
+        metadata: {name: short-names}
+        spec:
+          paramKind: {apiVersion: example.com/v1, kind: Limit}
+          matchConstraints:
+            resourceRules:
+            - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+          validations:
+          - expression: "size(object.metadata.name) <= params.spec.maxLength"
+            messageExpression: "'names are at most ' + string(params.spec.maxLength) + ' long'"
+          - expression: "params.spec.maxLenght > 0"
+        ---
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicyBinding
+        metadata: {name: short-names}
+        spec:
+          policyName: short-names
+          validationActions: [Deny]
+          paramRef: {name: names, parameterNotFoundAction: Deny}
+        """))
+    warnings = k.get_json("validatingadmissionpolicy", "short-names")["status"]["typeChecking"]["expressionWarnings"]
+    assert warnings == [{"fieldRef": "spec.validations[1].expression",
+                         "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:12: undefined field 'maxLenght'\n"
+                                    " | params.spec.maxLenght > 0\n | ...........^\n"}]
+    k("patch", "validatingadmissionpolicy", "short-names", "--type=json",
+      "-p", '[{"op": "remove", "path": "/spec/validations/1"}]')
+    k("create", "configmap", "ok")
+    err = k.fail("create", "configmap", "too-long").err
+    assert ("ValidatingAdmissionPolicy 'short-names' with binding 'short-names' denied request: "
+            "names are at most 5 long") in err

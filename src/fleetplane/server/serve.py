@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from ..pipeline.admission.policies import PolicyMetrics
 from ..pipeline.admission.policies_source import install as install_validating_admission_policy
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
@@ -286,7 +287,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
-    install_validating_admission_policy(registry, reviews.authorization.authorizer)
+    policies = install_validating_admission_policy(registry, reviews.authorization.authorizer)
     audit = None
     if opts.audit_log_path:
         # without a policy file, every request at Metadata (kube audits nothing without one)
@@ -295,6 +296,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         audit = AuditLog(opts.audit_log_path, policy)
     app = HubApp(registry, ServerConfig(server_address=f"{host_for_url}:{opts.port}", git_version=opts.git_version,
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
+    policies.metrics = PolicyMetrics(app.metrics.registry)
     if oidc is not None:
         app.on_startup.append(oidc.start)
     if pipeline is not None:

@@ -23,11 +23,13 @@ policies are cached per object revision, so a request pays only for evaluation.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ...apimachinery.errors import FieldError, StatusError
 from ...apimachinery.labels import LabelSelector
@@ -200,13 +202,39 @@ def _rule_matches(rule: dict[str, Any], req: Request, group: str, version: str, 
     return not names or req.name in names
 
 
+def _error_type(message: str) -> str:
+    """kube's ErrorType of a failed decision (its metrics' ``error_type`` label)."""
+    return "compile_error" if message.startswith("compilation") else "invalid_error"
+
+
+class PolicyMetrics:
+    """kube's ValidatingAdmissionPolicy metrics, in an app's own registry: a decision that denied,
+    warned or audited (and an evaluation error ignored by ``failurePolicy: Ignore``, as ``allow``)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["policy", "policy_binding", "error_type", "enforcement_action"]
+        self.checks = Counter("apiserver_validating_admission_policy_check_total",
+                              "Validation admission policy check total, labeled by policy and further identified by "
+                              "binding and enforcement action taken.", labels, registry=registry)
+        self.latency = Histogram("apiserver_validating_admission_policy_check_duration_seconds",
+                                 "Validation admission latency for individual validation expressions in seconds, "
+                                 "labeled by policy and further including binding and enforcement action taken.",
+                                 labels, buckets=(0.0000005, 0.001, 0.01, 0.1, 1.0), registry=registry)
+
+    def observe(self, policy: str, binding: str, error_type: str, action: str, seconds: float) -> None:
+        self.checks.labels(policy, binding, error_type, action).inc()
+        self.latency.labels(policy, binding, error_type, action).observe(seconds)
+
+
 class ValidatingAdmissionPolicyPlugin(BasePlugin):
     name = "ValidatingAdmissionPolicy"
     operations = frozenset({CREATE, UPDATE, DELETE})
 
-    def __init__(self, source: PolicySource, authorize: AuthorizeFn) -> None:
+    def __init__(self, source: PolicySource, authorize: AuthorizeFn, metrics: PolicyMetrics | None = None) -> None:
         self.source = source
         self.authorize = authorize
+        #: kube's apiserver_validating_admission_policy_check_* (set once the app's registry exists)
+        self.metrics = metrics
         self._compiled: dict[tuple[str, str], tuple[int, CompiledPolicy]] = {}
 
     def _policy(self, cluster: str, revision: int, obj: dict[str, Any]) -> CompiledPolicy:
@@ -432,17 +460,23 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                 denials.append(_Denial(policy.name, binding, errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"))
             return
         for index, v in enumerate(policy.validations):
+            started = time.perf_counter()
             try:
                 result = act.evaluate(v.expression)
                 if result is not True and result is not False:
                     raise EvaluationError("cel expression must evaluate to a bool")
             except EvaluationError as exc:
+                elapsed, error_type = time.perf_counter() - started, _error_type(str(exc))
                 if fail_closed:
-                    self._act(actions, policy, binding, index, str(exc), "Invalid", denials, failures, warnings)
+                    self._act(actions, policy, binding, index, str(exc), "Invalid", denials, failures, warnings,
+                              elapsed, error_type)
+                elif self.metrics is not None:
+                    self.metrics.observe(policy.name, binding, error_type, "allow", elapsed)
                 continue
             if result:
                 continue
-            self._act(actions, policy, binding, index, self._message(v, act), v.reason, denials, failures, warnings)
+            self._act(actions, policy, binding, index, self._message(v, act), v.reason, denials, failures, warnings,
+                      time.perf_counter() - started, "invalid_error")
         for key, value_expression in policy.audit_annotations:
             try:
                 value = act.evaluate(value_expression)
@@ -477,10 +511,12 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
             return v.message.strip()
         return f"failed expression: {v.expression.source.strip()}"
 
-    @staticmethod
-    def _act(actions: list[str], policy: CompiledPolicy, binding: str, index: int, message: str, reason: str,
-             denials: list[_Denial], failures: list[dict[str, Any]], warnings: list[str]) -> None:
+    def _act(self, actions: list[str], policy: CompiledPolicy, binding: str, index: int, message: str, reason: str,
+             denials: list[_Denial], failures: list[dict[str, Any]], warnings: list[str], elapsed: float,
+             error_type: str) -> None:
         for action in actions:
+            if self.metrics is not None and action in ("Deny", "Audit", "Warn"):
+                self.metrics.observe(policy.name, binding, error_type, action.lower(), elapsed)
             if action == "Deny":
                 denials.append(_Denial(policy.name, binding, message, reason))
             elif action == "Audit":
