@@ -188,8 +188,10 @@ def test_selectors_and_namespace_object() -> None:
     assert err is not None and err.message.endswith("denied request: prod")
     assert run(plugin, request(cm("a", "dev"))) is None
     assert run(plugin, request(cm("a", "prod", labels={"skip": "1"}))) is None
-    err = run(plugin, request(cm("a", "nowhere")))
-    assert err is not None and err.code == 404 and err.message == 'namespaces "nowhere" not found'
+    err = run(plugin, request(cm("a", "nowhere"), UPDATE, old=cm("a", "nowhere")))
+    assert err is not None and err.code == 422 and err.message == (
+        'configmaps "a" is forbidden: ValidatingAdmissionPolicy \'p\' denied request: failed to configure policy: '
+        'namespaces "nowhere" not found')
 
 
 def test_params_by_selector_and_not_found_actions() -> None:

@@ -258,31 +258,33 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
             return dict(((req.obj or {}).get("metadata") or {}).get("labels") or {})
         ns = self.source.namespace(req.cluster, self._namespace_name(req))
         if ns is None:
-            raise StatusError(404, "NotFound", f'namespaces "{self._namespace_name(req)}" not found',
-                              {"name": self._namespace_name(req), "kind": "namespaces"})
+            raise _ConfigError(f'namespaces "{self._namespace_name(req)}" not found')
         return dict((ns.get("metadata") or {}).get("labels") or {})
 
     def _matches(self, mr: dict[str, Any], req: Request, require_rules: bool) -> ServedType | None:
-        """kube's matching.Matcher.Matches: the (maybe equivalent) type matched, or None."""
-        ns_name = self._namespace_name(req)
-        if ns_name or (not req.group and req.resource == "namespaces"):
-            selector = LabelSelector.from_match(mr.get("namespaceSelector") or {})
-            if not selector.empty() and not selector.matches(self._namespace_labels(req)):
-                return None
+        """kube's matching.Matcher.Matches: the (maybe equivalent) type matched, or None. A
+        namespace that cannot be found matters only if the rest matches (a configuration error)."""
         obj_selector = LabelSelector.from_match(mr.get("objectSelector") or {})
         if not obj_selector.empty():
             labels = [((o or {}).get("metadata") or {}).get("labels") for o in (req.obj, req.old) if o is not None]
             if not any(obj_selector.matches(lab or {}) for lab in labels):
                 return None
         rt = req.rt
-        own = ServedType(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced)
         policy = mr.get("matchPolicy") or "Equivalent"
         if self._rules_match(mr.get("excludeResourceRules") or [], req, policy) is not None:
             return None
         rules = mr.get("resourceRules") or []
         if not rules and not require_rules:
-            return own
-        return self._rules_match(rules, req, policy)
+            matched: ServedType | None = ServedType(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced)
+        else:
+            matched = self._rules_match(rules, req, policy)
+        if matched is None:
+            return None
+        if self._namespace_name(req) or (not req.group and req.resource == "namespaces"):
+            selector = LabelSelector.from_match(mr.get("namespaceSelector") or {})
+            if not selector.empty() and not selector.matches(self._namespace_labels(req)):
+                return None
+        return matched
 
     def _rules_match(self, rules: list[dict[str, Any]], req: Request, policy: str) -> ServedType | None:
         rt = req.rt
@@ -411,9 +413,9 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                 bname = str(binding["metadata"]["name"])
                 bspec = binding.get("spec") or {}
                 mr = bspec.get("matchResources")
-                if mr is not None and self._matches(mr, req, require_rules=False) is None:
-                    continue
                 try:
+                    if mr is not None and self._matches(mr, req, require_rules=False) is None:
+                        continue
                     params = self._params(req.cluster, policy, binding, req)
                 except _ConfigError as exc:
                     self._config_error(denials, policy, bname, str(exc))
