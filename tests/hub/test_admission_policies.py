@@ -419,3 +419,15 @@ def test_a_custom_resource_as_params_and_its_schema_in_type_checking(k: Kubectl)
     err = k.fail("create", "configmap", "too-long").err
     assert ("ValidatingAdmissionPolicy 'short-names' with binding 'short-names' denied request: "
             "names are at most 5 long") in err
+
+
+def test_server_side_apply_and_explain(k: Kubectl) -> None:
+    k("apply", "--server-side", "-f", "-", stdin=WRONG_FIELD)
+    k("apply", "--server-side", "-f", "-", stdin=WRONG_FIELD.replace("object.spec.replicas > 1", "true"))
+    got = k("get", "validatingadmissionpolicy", "replicas", "-o", "json", "--show-managed-fields").json()
+    assert [v["expression"] for v in got["spec"]["validations"]] == ["true", "object.metadata.name != ''"]
+    assert got["metadata"]["generation"] == 2 and got["status"]["observedGeneration"] == 2
+    assert got["status"]["typeChecking"] == {}
+    assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in got["metadata"]["managedFields"])
+    out = k("explain", "validatingadmissionpolicy.spec.validations").out
+    assert "messageExpression" in out and "reason" in out

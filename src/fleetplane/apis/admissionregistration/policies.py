@@ -511,8 +511,10 @@ def resource_types() -> list[ResourceType]:
     return [
         ResourceType(GROUP, VERSION, "ValidatingAdmissionPolicy", "validatingadmissionpolicies",
                      "validatingadmissionpolicy", False, PolicyStrategy(), categories=("api-extensions",),
-                     subresources=("status",), printer=POLICY_PRINTER),
+                     subresources=("status",), printer=POLICY_PRINTER,
+                     openapi_definition="io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy"),
         ResourceType(GROUP, VERSION, "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
                      "validatingadmissionpolicybinding", False, BindingStrategy(), categories=("api-extensions",),
-                     printer=BINDING_PRINTER),
+                     printer=BINDING_PRINTER,
+                     openapi_definition="io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"),
     ]
