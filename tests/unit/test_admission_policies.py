@@ -304,3 +304,18 @@ def test_status_is_computed_once_per_generation(generation: int, observed: int, 
     strategy.before_write(obj, None, "team-a")
     assert (calls == ["team-a"]) is checked
     assert obj["status"]["observedGeneration"] == generation
+
+
+def test_compiled_policies_follow_the_objects_revision() -> None:
+    source = MemorySource([policy(validations=[{"expression": "false", "message": "first"}])], [binding()],
+                          [ns("default")], [CONFIGMAPS])
+    plugin = ValidatingAdmissionPolicyPlugin(source, lambda attrs: Result(Decision.ALLOW))
+    err = run(plugin, request(cm("c")))
+    assert err is not None and err.message.endswith("denied request: first")
+    source._policies = [(2, policy(validations=[{"expression": "false", "message": "second"}]))]
+    err = run(plugin, request(cm("c")))
+    assert err is not None and err.message.endswith("denied request: second")
+    source._policies = [(3, policy("other"))]
+    source._bindings = [(1, binding("other"))]
+    run(plugin, request(cm("c")))
+    assert [k for k in plugin._compiled] == [("root", "other")]  # the deleted policy is forgotten

@@ -237,11 +237,15 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
         self.metrics = metrics
         self._compiled: dict[tuple[str, str], tuple[int, CompiledPolicy]] = {}
 
-    def _policy(self, cluster: str, revision: int, obj: dict[str, Any]) -> CompiledPolicy:
+    def _policy(self, cluster: str, revision: int, obj: dict[str, Any], live: Iterable[tuple[int, dict[str, Any]]]) -> CompiledPolicy:
         key = (cluster, str(obj["metadata"]["name"]))
         hit = self._compiled.get(key)
         if hit is not None and hit[0] == revision:
             return hit[1]
+        # a policy changed: forget the cluster's deleted ones too (misses are rare, hits are free)
+        names = {str(p["metadata"]["name"]) for _, p in live}
+        for stale in [k for k in self._compiled if k[0] == cluster and k[1] not in names]:
+            del self._compiled[stale]
         compiled = compile_policy(obj)
         self._compiled[key] = (revision, compiled)
         return compiled
@@ -394,7 +398,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
             bindings = by_policy.get(str(obj["metadata"]["name"]))
             if not bindings:
                 continue
-            policy = self._policy(req.cluster, revision, obj)
+            policy = self._policy(req.cluster, revision, obj, policies)
             try:
                 matched = self._matches(policy.spec.get("matchConstraints") or {}, req, require_rules=True)
             except _ConfigError as exc:

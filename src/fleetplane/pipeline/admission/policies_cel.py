@@ -92,8 +92,8 @@ def compile_admission(source: str, *, params: bool, authorizer: bool, variables:
         return Compiled(source, None, f"compilation failed: {err}")
     declared = _BASE | ({PARAMS} if params else frozenset()) | ({AUTHORIZER} if authorizer else frozenset())
     prog = compile_expression(rewritten, declared, _BOUND)
-    if prog.error is not None:
-        return Compiled(source, None, f"compilation failed: {prog.error}")
+    if prog.error is not None:  # cel-go indents the snippet lines by one space
+        return Compiled(source, None, "compilation failed: " + prog.error.replace("\n| ", "\n | "))
     reads = {v: _projection(rewritten, v) for v in prog.variables}
     if rewritten != source:
         reads[VARIABLES] = None
