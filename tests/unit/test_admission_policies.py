@@ -319,3 +319,24 @@ def test_compiled_policies_follow_the_objects_revision() -> None:
     source._bindings = [(1, binding("other"))]
     run(plugin, request(cm("c")))
     assert [k for k in plugin._compiled] == [("root", "other")]  # the deleted policy is forgotten
+
+
+def test_a_stored_policy_that_does_not_compile_is_reported_and_failure_policy_decides() -> None:
+    # validation refuses such a policy; one already stored (restored, or from an older hub) is not
+    broken = policy(validations=[{"expression": "object.data.size( >"}], failurePolicy="Fail")
+
+    def resolve(cluster: str, group: str, version: str, resource: str) -> tuple[str, dict[str, Any]] | None:
+        schema = schema_of(CORE["configmaps"])
+        return ("ConfigMap", schema) if resource == "configmaps" and schema is not None else None
+
+    [warning] = TypeChecker(resolve, lambda cluster, api_version, kind: None).check(broken, "root")
+    assert warning["fieldRef"] == "spec.validations[0].expression"
+    assert warning["warning"].startswith("/v1, Kind=ConfigMap: ERROR: <input>:1:")
+    err = run(plugin_for([broken], [binding()]), request(cm("c")))
+    assert err is not None and "denied request: compilation error: compilation failed: ERROR: <input>:1:" in err.message
+    broken["spec"]["failurePolicy"] = "Ignore"
+    assert run(plugin_for([broken], [binding()]), request(cm("c"))) is None
+    req = request(cm("c"))
+    broken["spec"]["failurePolicy"] = "Fail"
+    assert run(plugin_for([broken], [binding(actions=["Warn"])]), req) is None
+    assert req.warnings and "compilation error: compilation failed:" in req.warnings[0]

@@ -7,7 +7,9 @@ kube compiles each validation and message expression once per matched kind (up t
 ``status.typeChecking.expressionWarnings``. The engine the hub uses has no type checker, so this
 checks what a schema decides without one: every field an expression selects from ``object``,
 ``oldObject`` or ``params`` by a plain ``a.b.c`` chain must exist in the schema (cel-go's
-``undefined field 'x'``, with its location and caret). Type mismatches of operators are not found.
+``undefined field 'x'``, with its location and caret), and an expression that does not compile
+(which validation refuses, but a stored policy may predate) is reported as kube's check would.
+Type mismatches of operators are not found.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from ...registry.definitions import OBJECT_META, REF, definitions
 from ...registry.schema.cellib import code_segments
-from .policies_cel import OBJECT, OLD_OBJECT, PARAMS, issue
+from .policies_cel import OBJECT, OLD_OBJECT, PARAMS, compile_admission, issue
 
 MAX_TYPES_TO_CHECK = 10
 _RX_CHAIN = re.compile(r"(?<![\w.])(object|oldObject|params)((?:\s*\.\s*[A-Za-z_]\w*)+)")
@@ -133,11 +135,17 @@ class TypeChecker:
             params = self.resolve_kind(cluster, str(pk.get("apiVersion") or ""), str(pk.get("kind") or ""))
         warnings: list[dict[str, str]] = []
 
+        variables = tuple(str(v.get("name") or "") for v in spec.get("variables") or [] if isinstance(v, dict))
+
         def check_expression(field_ref: str, source: str) -> None:
+            compiled = compile_admission(source, params=isinstance(pk, dict), authorizer=True, variables=variables)
             results = []
             for gvk, schema in types:
-                schemas = {OBJECT: schema, OLD_OBJECT: schema, **({PARAMS: params} if params is not None else {})}
-                found = undefined_fields(source, schemas)
+                if compiled.error is not None:  # a stored expression that does not compile (any more)
+                    found = [compiled.error.removeprefix("compilation failed: ")]
+                else:
+                    schemas = {OBJECT: schema, OLD_OBJECT: schema, **({PARAMS: params} if params is not None else {})}
+                    found = undefined_fields(source, schemas)
                 if found:
                     results.append(f"{gvk}: " + "\n".join(found) + "\n")
             if results:
