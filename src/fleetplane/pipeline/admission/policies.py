@@ -307,14 +307,12 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
 
     # -- params ---------------------------------------------------------------------------
 
-    def _params(self, cluster: str, policy: CompiledPolicy, binding: dict[str, Any], req: Request) -> list[Any]:
-        """generic.CollectParams: the param objects to validate with ([None] if none is used)."""
-        pk = policy.spec.get("paramKind")
+    def _params(self, cluster: str, served: ServedType | None, binding: dict[str, Any], req: Request) -> list[Any]:
+        """generic.CollectParams: the param objects to validate with ([None] if none is used);
+        ``served`` is the policy's paramKind (None: it has none)."""
         ref = (binding.get("spec") or {}).get("paramRef")
-        if pk is None or ref is None:
+        if served is None or ref is None:
             return [None]
-        served = self.source.served_kind(cluster, str(pk.get("apiVersion") or ""), str(pk.get("kind") or ""))
-        assert served is not None  # checked with the policy
         namespace = ""
         if served.namespaced:
             namespace = ref.get("namespace") or req.namespace
@@ -407,11 +405,13 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
             if matched is None:
                 continue
             pk = policy.spec.get("paramKind")
-            if pk is not None and self.source.served_kind(req.cluster, str(pk.get("apiVersion") or ""),
-                                                          str(pk.get("kind") or "")) is None:
-                self._config_error(denials, policy, None, "failed to find resource referenced by paramKind: "
-                                   f"'{_gvk_string(str(pk.get('apiVersion') or ''), str(pk.get('kind') or ''))}'")
-                continue
+            param_kind = None
+            if pk is not None:
+                param_kind = self.source.served_kind(req.cluster, str(pk.get("apiVersion") or ""), str(pk.get("kind") or ""))
+                if param_kind is None:
+                    self._config_error(denials, policy, None, "failed to find resource referenced by paramKind: "
+                                       f"'{_gvk_string(str(pk.get('apiVersion') or ''), str(pk.get('kind') or ''))}'")
+                    continue
             annotations: dict[str, list[str]] = {}
             for binding in bindings:
                 bname = str(binding["metadata"]["name"])
@@ -420,7 +420,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
                 try:
                     if mr is not None and self._matches(mr, req, require_rules=False) is None:
                         continue
-                    params = self._params(req.cluster, policy, binding, req)
+                    params = self._params(req.cluster, param_kind, binding, req)
                 except _ConfigError as exc:
                     self._config_error(denials, policy, bname, str(exc))
                     continue

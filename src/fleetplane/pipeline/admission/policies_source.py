@@ -57,7 +57,11 @@ class RegistrySource:
 
     def _kind(self, cluster: str, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")
-        for rt in self.registry.catalog.types(cluster):
+        catalog = self.registry.catalog
+        for rt in catalog.builtins.values():
+            if rt.group == group and rt.version == version and rt.kind == kind:
+                return rt
+        for rt in catalog.types(cluster)[len(catalog.builtins):]:
             if rt.group == group and rt.version == version and rt.kind == kind and rt.served:
                 return rt
         return None
