@@ -58,7 +58,7 @@ VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_f
 MAX_VALIDATION_FAILURES = 50
 MAX_AUDIT_ANNOTATION_VALUE_LENGTH = 10 * 1024
 MAX_MESSAGE_BYTES = 5 * 1024
-_REASON_CODES = {"Forbidden": 403, "Invalid": 422, "RequestEntityTooLarge": 413}
+_REASON_CODES = {"Forbidden": 403, "Unauthorized": 401, "Invalid": 422, "RequestEntityTooLarge": 413}
 
 
 @dataclass(frozen=True)
@@ -543,7 +543,7 @@ class ValidatingAdmissionPolicyPlugin(BasePlugin):
         resource = f"{req.resource}.{req.group}" if req.group else req.resource
         text = f'{resource} "{name}" is forbidden: {message}' if name else f"{resource} is forbidden: {message}"
         details: dict[str, Any] = {"name": name, "group": req.group, "kind": req.resource, "causes": [{"message": message}]}
-        return StatusError(_REASON_CODES.get(d.reason, 400), d.reason,
+        return StatusError(_REASON_CODES.get(d.reason, 422), d.reason,
                            text, {k: v for k, v in details.items() if v})
 
 
