@@ -170,6 +170,10 @@ def render(r: dict, machine: str, when: str) -> str:
         from . import limits as limits_bench
 
         lines += ["", *limits_bench.render(r["limits"])]
+    if "policy" in r:
+        from . import policy as policy_bench
+
+        lines += ["", *policy_bench.render(r["policy"])]
     if "access" in r:
         a = r["access"]
         lines += [
@@ -231,6 +235,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import fleet_capacity
 
         results["capacity"] = fleet_capacity.run(5 if quick else 20)
+    if want("policy"):
+        from . import policy as policy_bench
+
+        results["policy"] = asyncio.run(policy_bench.run(quick=quick))
     if want("access"):
         from . import access as access_bench
 

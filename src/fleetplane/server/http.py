@@ -34,7 +34,7 @@ class Request:
     receive: Receive
     send: Send
     warnings: list[str] = field(default_factory=list)
-    #: annotations for the request's audit event, from admission (webhooks)
+    #: audit annotations added while serving (admission's), recorded with the audit event
     audit_annotations: dict[str, str] = field(default_factory=dict)
     #: the ASGI scope's header list (repeated headers such as Impersonate-Group kept apart)
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)

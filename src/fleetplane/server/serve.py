@@ -21,6 +21,8 @@ from types import FrameType
 
 import uvicorn
 
+from ..pipeline.admission.policies import PolicyMetrics
+from ..pipeline.admission.policies_source import install as install_validating_admission_policy
 from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookMetrics, WebhookPlugin
 from ..pipeline.audit import AuditLog, load_policy, parse_policy
 from ..pipeline.authentication.chain import AnonymousPolicy, Authenticator, StaticTokens, TokenAuthenticator
@@ -316,6 +318,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     pipeline, oidc = build_pipeline(opts, creds, registry, reviews, issuer) if opts.auth else (None, None)
     if pipeline is None:
         reviews.authorization.authorizer = AlwaysAllow()
+    policies = install_validating_admission_policy(registry, reviews.authorization.authorizer)
     webhook_client = WebhookClient()
     resolver = ServiceResolver(opts.webhook_service_hosts)
     webhooks = add_webhooks(registry, webhook_client, resolver)
@@ -334,6 +337,7 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
     webhook_metrics = WebhookMetrics(app.metrics.registry)
     for plugin in webhooks:
         plugin.metrics = webhook_metrics
+    policies.metrics = PolicyMetrics(app.metrics.registry)
     if oidc is not None:
         app.on_startup.append(oidc.start)
     if pipeline is not None:

@@ -8,9 +8,9 @@ ValidatingAdmissionPolicy kinds; the admission plugins that act on them live in
 from __future__ import annotations
 
 from ...registry.types import ResourceType
-from . import webhooks
+from . import policies, webhooks
 
 
 def resource_types() -> list[ResourceType]:
     """Fresh ResourceType objects for the group's kinds."""
-    return [*webhooks.resource_types()]
+    return [*webhooks.resource_types(), *policies.resource_types()]

@@ -24,7 +24,7 @@ from ...apimachinery.validation import (
 )
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
-from ...registry.schema.cel import _compile_cel
+from ...registry.schema.cel import compile_expression
 from ...registry.types import ResourceType
 from ..core.base import CoreStrategy
 
@@ -219,7 +219,7 @@ def _validate_match_conditions(conds: Any, path: str) -> list[FieldError]:
         if not expr:
             errs.append(e.required(f"{p}.expression"))
         else:
-            prog = _compile_cel(str(expr), MATCH_CONDITION_VARIABLES)
+            prog = compile_expression(str(expr), MATCH_CONDITION_VARIABLES)
             if prog.error:
                 errs.append(e.invalid(f"{p}.expression", str(expr).strip(), f"compilation failed: {prog.error}"))
     return errs

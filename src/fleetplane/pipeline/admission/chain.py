@@ -40,7 +40,8 @@ class Request:
     options: dict[str, Any] = field(default_factory=dict)  # DeleteOptions for DELETE
     #: namespace labels, filled lazily by the chain for plugins that ask (selectors)
     namespace_labels: dict[str, str] | None = None
-    #: the response's Warning headers and the audit event's annotations (the request's own lists)
+    #: the response's Warning headers and the request's audit annotations (shared with the
+    #: request's context, so a plugin's additions reach the client and the audit log)
     warnings: list[str] = field(default_factory=list)
     audit_annotations: dict[str, str] = field(default_factory=dict)
 

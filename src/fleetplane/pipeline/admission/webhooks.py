@@ -44,7 +44,7 @@ from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError, StatusError
 from ...apimachinery.labels import LabelSelector
 from ...apimachinery.validation import qualified_name_error
-from ...registry.schema.cel import _cel_error_text, _compile_cel
+from ...registry.schema.cel import _cel_error_text, compile_expression
 from ...registry.validation import validate_object_meta
 from ...storage import keys
 from ...storage.watchcache import WatchCache
@@ -320,7 +320,7 @@ class WebhookPlugin(BasePlugin):
             return True
         variables = {"object": review.get("object"), "oldObject": review.get("oldObject"), "request": review}
         for cond in conditions:
-            prog = _compile_cel(str(cond.get("expression") or ""), MATCH_VARIABLES)
+            prog = compile_expression(str(cond.get("expression") or ""), MATCH_VARIABLES)
             if prog.error:
                 raise WebhookCallError(f"compilation failed: {prog.error}")
             try:

@@ -67,13 +67,23 @@ _CEL_TYPE_IDENTS = frozenset(
 _RX_COMPREHENSION_VAR = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 
 
+#: the variables of an ``x-kubernetes-validations`` rule
+CRD_RULE_VARIABLES = frozenset(("self", "oldSelf"))
+
+
 class _Program:
-    """One compiled CEL expression plus what it needs at evaluation time."""
+    """One compiled CEL expression plus what it needs at evaluation time.
 
-    __slots__ = ("source", "prog", "funcs", "uses_old_self", "error")
+    ``declared`` names the variables the expression may use (a CRD rule's ``self`` and
+    ``oldSelf``; an admission policy's ``object``, ``request``, ...), ``bound`` the functions
+    the caller binds at each evaluation (:meth:`run`'s ``functions``), beyond the library's."""
 
-    def __init__(self, source: str, declared: frozenset[str] = frozenset({"self", "oldSelf"})) -> None:
+    __slots__ = ("source", "prog", "funcs", "uses_old_self", "error", "variables")
+
+    def __init__(self, source: str, declared: frozenset[str] = CRD_RULE_VARIABLES,
+                 bound: frozenset[str] = frozenset()) -> None:
         self.source = source
+        self.variables: frozenset[str] = frozenset()
         self.prog: Any = None
         self.funcs: dict[str, Callable[..., Any]] | None = None
         self.uses_old_self = False
@@ -106,6 +116,8 @@ class _Program:
             fn = _CEL_LIBRARY.get(f)
             if fn is not None:
                 needed[f] = fn
+            elif f in bound:
+                continue
             elif f[:1] in ("_", "@", "!", "-"):
                 continue  # operators
             elif f not in _CEL_BUILTIN_FUNCTIONS and f not in _CEL_LIBRARY_SHORT_NAMES:
@@ -118,18 +130,31 @@ class _Program:
         self.prog = prog
         self.funcs = needed or None
         self.uses_old_self = "oldSelf" in variables
+        self.variables = frozenset(variables) & declared
 
-    def run(self, variables: dict[str, Any]) -> Any:
-        if self.funcs is None:
+    def execute(self, context: Any) -> Any:
+        """Run in a ``cel.Context`` the caller built (and reuses: converting values into it is
+        what costs, so one context serves every expression of one evaluation)."""
+        return self.prog.execute(context)
+
+    def run(self, variables: dict[str, Any], functions: dict[str, Callable[..., Any]] | None = None) -> Any:
+        funcs = self.funcs if not functions else {**(self.funcs or {}), **functions}
+        if funcs is None:
             return self.prog.execute(variables)
-        return self.prog.execute(_cel.Context(variables, self.funcs))
+        return self.prog.execute(_cel.Context(variables, funcs))
 
 
 @lru_cache(maxsize=8192)
-def _compile_cel(source: str, declared: frozenset[str] = frozenset({"self", "oldSelf"})) -> _Program:
-    """A compiled expression (cached); ``declared`` names its variables (``self``/``oldSelf`` for
-    CRD rules; admission's ``object``, ``oldObject``, ``request``)."""
-    return _Program(source, declared)
+def _compile_cel(source: str) -> _Program:
+    """A compiled CRD validation rule (cached)."""
+    return _Program(source, CRD_RULE_VARIABLES)
+
+
+@lru_cache(maxsize=8192)
+def compile_expression(source: str, declared: frozenset[str], bound: frozenset[str] = frozenset()) -> _Program:
+    """A CEL expression over ``declared`` variables, calling the library and the ``bound``
+    functions (cached; ``error`` says why it did not compile, in cel-go's words)."""
+    return _Program(source, declared, bound)
 
 
 def _cel_error_text(e: BaseException) -> tuple[str, bool]:
