@@ -57,7 +57,10 @@ def _start(args: argparse.Namespace) -> int:
                       service_account_max_token_expiration=args.service_account_max_token_expiration,
                       service_account_issuer=args.service_account_issuer,
                       encryption_provider_config=args.encryption_provider_config,
-                      audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file),
+                      audit_log_path=args.audit_log_path, audit_policy_file=args.audit_policy_file,
+                      enable_priority_and_fairness=args.enable_priority_and_fairness,
+                      max_requests_inflight=args.max_requests_inflight,
+                      max_mutating_requests_inflight=args.max_mutating_requests_inflight),
             plugins)
     return 0
 
@@ -88,6 +91,13 @@ def parser() -> argparse.ArgumentParser:
                        help="encrypt resources (Secrets) at rest: kube's EncryptionConfiguration format (aesgcm, aescbc, secretbox, identity)")
     start.add_argument("--audit-log-path", metavar="FILE", help="write audit.k8s.io/v1 Events as JSON lines here")
     start.add_argument("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
+    start.add_argument("--enable-priority-and-fairness", default=True, action=argparse.BooleanOptionalAction,
+                       help="API Priority and Fairness: classify requests by the root logical cluster's FlowSchemas, "
+                            "queue them fairly per tenant and user, 429 when a priority level's queues are full")
+    start.add_argument("--max-requests-inflight", type=int, default=400, metavar="N",
+                       help="with --max-mutating-requests-inflight, the seats flow control shares among priority levels")
+    start.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
+                       help="added to --max-requests-inflight for flow control's total seats (kube's meaning)")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
     start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",

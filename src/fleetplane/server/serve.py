@@ -41,6 +41,7 @@ from ..pipeline.authorization.membership import MembershipAuthorizer
 from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
 from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
+from ..pipeline.flowcontrol.config import FlowControlConfig
 from ..pipeline.user import MASTERS, UserInfo
 from ..plugin import Contributions, Controller, ControllerContext
 from ..registry.catalog import ROOT
@@ -99,6 +100,10 @@ class HubConfig:
     encryption_provider_config: str | None = None
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
+    #: API Priority and Fairness: its seats are the sum of kube's two in-flight limits
+    enable_priority_and_fairness: bool = True
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
 
 
 class _Server(uvicorn.Server):
@@ -295,6 +300,12 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
                                         bookmark_interval=opts.bookmark_interval), pipeline, audit, issuer)
     if oidc is not None:
         app.on_startup.append(oidc.start)
+    if pipeline is not None and opts.enable_priority_and_fairness:
+        flow = FlowControlConfig.install(registry, opts.max_requests_inflight + opts.max_mutating_requests_inflight,
+                                         app.metrics.registry)
+        pipeline.flow_control = flow.dispatcher
+        app.on_startup.append(flow.start)
+        app.on_shutdown.append(flow.stop)
     if pipeline is not None:
         aggregation = ClusterRoleAggregation(registry)
         app.on_startup.append(aggregation.start)
