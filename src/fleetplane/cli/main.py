@@ -94,9 +94,9 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--enable-priority-and-fairness", default=True, action=argparse.BooleanOptionalAction,
                        help="API Priority and Fairness: classify requests by the root logical cluster's FlowSchemas, "
                             "queue them fairly per tenant and user, 429 when a priority level's queues are full")
-    start.add_argument("--max-requests-inflight", type=int, default=400, metavar="N",
+    start.add_argument("--max-requests-inflight", type=int, default=40, metavar="N",
                        help="with --max-mutating-requests-inflight, the seats flow control shares among priority levels")
-    start.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
+    start.add_argument("--max-mutating-requests-inflight", type=int, default=20, metavar="N",
                        help="added to --max-requests-inflight for flow control's total seats (kube's meaning)")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")

@@ -100,10 +100,11 @@ class HubConfig:
     encryption_provider_config: str | None = None
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
-    #: API Priority and Fairness: its seats are the sum of kube's two in-flight limits
+    #: API Priority and Fairness: its seats are the sum of kube's two in-flight limits (a tenth of
+    #: kube's 400 + 200: one event loop, see docs/scaling.md)
     enable_priority_and_fairness: bool = True
-    max_requests_inflight: int = 400
-    max_mutating_requests_inflight: int = 200
+    max_requests_inflight: int = 40
+    max_mutating_requests_inflight: int = 20
 
 
 class _Server(uvicorn.Server):

@@ -11,7 +11,8 @@ what one event loop needs.
   *virtual time* (start-time fair queuing): every dispatch from a queue advances that queue's
   virtual start by one request, and a queue that becomes busy starts at the level's virtual
   clock, so an idle flow does not bank credit and a flooding flow gets one turn per turn of
-  each other busy flow. (kube charges estimated seat-seconds; fleetplane charges one unit per
+  each other busy flow; a queue that goes idle is not charged ahead of the clock either, so a
+  client sending one request at a time is served at the next free seat. (kube charges estimated seat-seconds; fleetplane charges one unit per
   request, since every request holds one seat.)
 - A level whose limit response is ``Reject`` has no queues: no free seat means 429 at once.
 - Exempt levels have no limit; they only count.
@@ -179,8 +180,14 @@ class QueueSet:
             return
         seat.released = True
         self.executing -= 1
-        if seat.queue is not None:
-            seat.queue.executing -= 1
+        queue = seat.queue
+        if queue is not None:
+            queue.executing -= 1
+            if not queue.executing and not queue.waiting:
+                # idle again: its next request starts at the level's clock, not one unit ahead
+                # of it (kube charges a request its actual service time, which for a quick
+                # request is about nothing; this is the same for a flow that went idle)
+                queue.next_start = min(queue.next_start, self.virtual_time)
         self._dispatch()
 
     def _dispatch(self) -> None:
