@@ -117,6 +117,10 @@ def render(r: dict, machine: str, when: str) -> str:
         lines += ["", *etcd_bench.render(r["etcd"])]
     if "rbac" in r:
         lines += ["", *rbac_bench.render(r["rbac"])]
+    if "fairness" in r:
+        from . import fairness as fairness_bench
+
+        lines += ["", *fairness_bench.render(r["fairness"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -196,6 +200,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         results["etcd"] = asyncio.run(etcd_bench.run(quick=quick))
     if want("rbac"):
         results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
+    if want("fairness"):
+        from . import fairness as fairness_bench
+
+        results["fairness"] = fairness_bench.run(quick=quick)
     if want("sim"):
         from . import sim as sim_bench
 

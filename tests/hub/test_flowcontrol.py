@@ -213,9 +213,10 @@ def test_a_priority_level_with_tiny_queues_answers_429(apf_hub: Hub, kubectl: Ku
 
 def test_a_noisy_tenant_does_not_slow_a_quiet_one(apf_hub: Hub) -> None:
     """The noisy tenant creates ConfigMaps from 64 connections (another process); the quiet
-    tenant's GETs keep a p99 under 100 ms, or under five times its p99 alone, measured in the
-    same test, if the machine is so loaded that even that is over 20 ms."""
+    tenant's GETs keep a p99 under 100 ms, or, on a machine so loaded that the quiet tenant alone
+    has a p99 over 12.5 ms, under eight times that (measured in the same test). Without flow
+    control the p99 under this flood is 20 to 30 times the quiet one's (BENCHMARKS.md)."""
     result = fairness.measure(apf_hub.url, apf_hub.ca, gets=300, connections=64)
-    bound = max(100.0, 5 * result["alone_p99_ms"])
+    bound = max(100.0, 8 * result["alone_p99_ms"])
     assert result["flooded_p99_ms"] < bound, result
     assert result["noisy_writes_per_s"], result  # the flood did flood

@@ -103,7 +103,8 @@ class Dispatcher:
         levels = {lv.name: lv for lv in (Level.from_object(o) for o in priority_levels)}
         share_sum = sum(lv.shares for lv in levels.values()) or 1
         for name, lv in levels.items():
-            limit = 0 if lv.exempt else math.ceil(self.total_seats * lv.shares / share_sum)
+            # at least one seat: fleetplane does not borrow, so a level of 0 shares would never run
+            limit = 0 if lv.exempt else max(1, math.ceil(self.total_seats * lv.shares / share_sum))
             current = self.queue_sets.get(name)
             if current is None:
                 self.queue_sets[name] = QueueSet(limit, lv.queuing, lv.exempt)

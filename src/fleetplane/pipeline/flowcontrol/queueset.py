@@ -196,8 +196,9 @@ class QueueSet:
             for q in self.queues:
                 while q.waiting and q.waiting[0].future.done():
                     q.waiting.popleft()  # timed out or cancelled
-                if q.waiting and (best is None or q.next_start < best.next_start):
-                    best = q
+                if q.waiting and (best is None or (q.next_start, len(q.waiting) + q.executing)
+                                  < (best.next_start, len(best.waiting) + best.executing)):
+                    best = q  # ties go to the least loaded queue: a light flow before a heavy one's other queues
             if best is None:
                 return
             waiter = best.waiting.popleft()
