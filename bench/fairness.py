@@ -119,37 +119,45 @@ async def _flood(url: str, ca: str, connections: int, report: str) -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     counts = {"created": 0, "rejected": 0}
+    latencies: list[float] = []
     context = ssl.create_default_context(cafile=ca)
     path = f"{url}/clusters/{NOISY_CLUSTER}/api/v1/namespaces/default/configmaps"
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "flood-"}, "data": {"k": "x" * 200}}
-    started = time.perf_counter()
+    started = [time.perf_counter()]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=connections),
                                      headers={"Authorization": f"Bearer {NOISY_TOKEN}"}) as s:
-        announced = False
+        answered: set[int] = set()
 
-        async def writer() -> None:
-            nonlocal announced
+        async def writer(i: int) -> None:
             while not stop.is_set():
+                t0 = time.perf_counter()
                 async with s.post(path, json=body) as r:
                     await r.read()
                     if r.status == 201:
                         counts["created"] += 1
-                        if not announced:
-                            announced = True
-                            print("flooding", flush=True)
+                        latencies.append(time.perf_counter() - t0)
                     elif r.status == 429:
                         counts["rejected"] += 1
                         await asyncio.sleep(0.01)  # a real client backs off; the flood stays a flood
                     else:
                         raise AssertionError(f"{r.status}: {await r.text()}")
+                if i not in answered:
+                    answered.add(i)
+                    if len(answered) == connections:  # every connection is open and writing
+                        print("flooding", flush=True)
+                        started[0] = time.perf_counter()
+                        latencies.clear()
+                        counts.update(created=0, rejected=0)
 
-        tasks = [asyncio.create_task(writer()) for _ in range(connections)]
+        tasks = [asyncio.create_task(writer(i)) for i in range(connections)]
         await stop.wait()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    seconds = time.perf_counter() - started
-    text = f"created={counts['created']}\nrejected={counts['rejected']}\nseconds={seconds}\n"
+    seconds = time.perf_counter() - started[0]
+    p50 = statistics.median(latencies) if latencies else 0.0
+    text = (f"created={counts['created']}\nrejected={counts['rejected']}\nseconds={seconds}\n"
+            f"latency_p50={p50}\n")
     await asyncio.to_thread(Path(report).write_text, text)
 
 
@@ -169,6 +177,7 @@ def measure(url: str, ca: Path, *, gets: int, connections: int) -> dict[str, Any
             "flooded_p99_ms": round(p(flooded, 0.99) * ms, 2),
             "ratio_p99": round(p(flooded, 0.99) / p(alone, 0.99), 2),
             "noisy_writes_per_s": round(did.get("created", 0) / did["seconds"], 1) if did.get("seconds") else None,
+            "noisy_p50_ms": round(did.get("latency_p50", 0.0) * ms, 2),
             "noisy_rejected": int(did.get("rejected", 0))}
 
 
