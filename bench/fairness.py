@@ -45,10 +45,15 @@ def _binding(user: str) -> dict[str, Any]:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
 
 
-def set_up_tenants(url: str, ca: Path, admin_token: str) -> None:
-    """Each tenant admin of its own logical cluster; the quiet tenant's ConfigMap to read."""
+def set_up_tenants(url: str, ca: Path, admin_token: str, flow_control: bool = True) -> None:
+    """Each tenant admin of its own logical cluster; the quiet tenant's ConfigMap to read; the
+    hub's flow-control configuration in place (it is written just after the hub starts)."""
     with httpx.Client(base_url=url, verify=ssl.create_default_context(cafile=str(ca)),
                       headers={"Authorization": f"Bearer {admin_token}"}, timeout=30) as c:
+        deadline = time.monotonic() + 30
+        while flow_control and c.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/global-default").status_code != 200:
+            assert time.monotonic() < deadline, "no flow-control configuration"
+            time.sleep(0.1)
         for cluster, user in ((QUIET_CLUSTER, "quiet-user"), (NOISY_CLUSTER, "noisy-user")):
             r = c.post(f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=_binding(user))
             assert r.status_code in (201, 409), r.text
@@ -192,7 +197,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     for label, flags in (("apf", []), ("no_apf", ["--no-enable-priority-and-fairness"])):
         hub = HubProcess("--token-auth-file", str(tokens), "--no-cluster-controller", "--no-splitter", *flags)
         try:
-            set_up_tenants(hub.url, hub.ca, hub.token)
+            set_up_tenants(hub.url, hub.ca, hub.token, flow_control=not flags)
             out[label] = measure(hub.url, hub.ca, gets=gets, connections=64)
         finally:
             hub.stop()

@@ -30,6 +30,10 @@ def apf_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     with tokens.open("a") as f:
         f.write(f'{TINY_TOKEN},tiny-user,3001,"tiny-devs"\n{CLASS_TOKEN},class-user,3002,"class-devs"\n')
     h = Hub(d / "data", extra=["--token-auth-file", str(tokens), "--no-cluster-controller", "--no-splitter"]).start()
+    # the hub serves at once and writes its configuration right after
+    wait_for(lambda: all(h.json("GET", f"{FLOWCONTROL}/flowschemas/{name}")[0] == 200 for name in ("catch-all", "global-default"))
+             and h.json("GET", f"{FLOWCONTROL}/prioritylevelconfigurations/global-default")[0] == 200,
+             timeout=30, what="the bootstrap configuration")
     fairness.set_up_tenants(h.url, h.ca, h.token)
     yield h
     h.stop()

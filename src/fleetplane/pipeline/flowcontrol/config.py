@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...apimachinery import errors as e
@@ -119,9 +119,10 @@ class FlowControlConfig:
         self.dispatcher.configure(self._objects(FLOW_SCHEMAS), self._objects(PRIORITY_LEVELS))
 
     async def start(self) -> None:
-        """Create what is missing, then follow changes (in the background)."""
+        """Take root's configuration, then (in the background, so serving starts at once) create
+        what is missing and follow changes. Until the objects exist nothing classifies a
+        request, and requests run at once, as with flow control off."""
         self.reload()
-        await self._ensure(create_suggested=True)
         self._task = asyncio.create_task(self._run(), name="flowcontrol-config")
 
     async def stop(self) -> None:
@@ -129,6 +130,10 @@ class FlowControlConfig:
             self._task.cancel()
 
     async def _run(self) -> None:
+        try:
+            await self._ensure(create_suggested=True)
+        except Exception:  # the next change retries the mandatory objects
+            log.exception("creating the flow-control configuration failed")
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -148,29 +153,28 @@ class FlowControlConfig:
         wanted += [("flowschemas", o, create_suggested) for o in api.SUGGESTED_FLOW_SCHEMAS]
         stored = {"flowschemas": {o["metadata"]["name"]: o for o in self._objects(FLOW_SCHEMAS)},
                   "prioritylevelconfigurations": {o["metadata"]["name"]: o for o in self._objects(PRIORITY_LEVELS)}}
+        writes = []
         for plural, item, create in wanted:
             rt = types[plural]
             want = api.bootstrap_object(KINDS[plural], item)
             have = stored[plural].get(item["name"])
-            try:
-                if have is None:
-                    if create:
-                        await self.registry.store.create(rt, ctx, want)
-                    continue
-                if (have["metadata"].get("annotations") or {}).get(api.AUTO_UPDATE) != "true":
-                    continue
-                probe = {"spec": copy_json(want["spec"])}
-                rt.strategy.canonicalize(probe)
-                if not json_equal(probe["spec"], have.get("spec")):
-                    await self.registry.store.guaranteed_update(rt, ctx, item["name"], _with_spec(probe["spec"]))
-            except StatusError as exc:
-                if exc.code not in (404, 409):  # another replica wrote it first
-                    raise
+            if have is None:
+                if create:
+                    writes.append(self.registry.store.create(rt, ctx, want))
+                continue
+            if (have["metadata"].get("annotations") or {}).get(api.AUTO_UPDATE) != "true":
+                continue
+            probe = {"spec": copy_json(want["spec"])}
+            rt.strategy.canonicalize(probe)
+            if not json_equal(probe["spec"], have.get("spec")):
+                writes.append(self.registry.store.guaranteed_update(rt, ctx, item["name"], _with_spec(probe["spec"])))
+        await _all(writes)  # at once: the store commits them together
         await self._update_status(types["flowschemas"], ctx)
 
     async def _update_status(self, rt: Any, ctx: Any) -> None:
         levels = {o["metadata"]["name"] for o in self._objects(PRIORITY_LEVELS)}
         now = now_rfc3339()
+        writes = []
         for fs in self._objects(FLOW_SCHEMAS):
             level = str(((fs.get("spec") or {}).get("priorityLevelConfiguration") or {}).get("name") or "")
             want = dangling_condition(level, level in levels, now)
@@ -185,11 +189,17 @@ class FlowControlConfig:
                 status["conditions"] = [*others, want]
                 return obj
 
-            try:
-                await self.registry.store.guaranteed_update(rt, ctx, fs["metadata"]["name"], mutate, subresource="status")
-            except StatusError as exc:
-                if exc.code != 404:
-                    raise
+            writes.append(self.registry.store.guaranteed_update(rt, ctx, fs["metadata"]["name"], mutate, subresource="status"))
+        await _all(writes)
+
+
+async def _all(writes: list[Coroutine[Any, Any, Any]]) -> None:
+    """Run the writes together; another replica's write first (404, 409) is no failure."""
+    for result in await asyncio.gather(*writes, return_exceptions=True):
+        if isinstance(result, StatusError) and result.code in (404, 409):
+            continue
+        if isinstance(result, BaseException):
+            raise result
 
 
 def _with_spec(spec: dict[str, Any]) -> Any:
