@@ -79,6 +79,14 @@ def test_classification_follows_kubes_defaults():
     assert d.match(attrs(node, "list", resource="pods"))[0].name == "system-nodes"
 
 
+def test_what_nothing_matches_falls_to_catch_all():
+    d = default_dispatcher()
+    narrow = [o for o in objects("FlowSchema", api.MANDATORY_FLOW_SCHEMAS)]
+    narrow[1]["spec"]["rules"][0]["subjects"] = [{"kind": "User", "user": {"name": "nobody"}}]
+    d.configure(narrow, objects("PriorityLevelConfiguration", api.MANDATORY_PRIORITY_LEVELS))
+    assert d.match(attrs())[0].name == "catch-all"
+
+
 def test_flows_are_per_logical_cluster_and_user():
     d = default_dispatcher()
     schema = d.match(attrs())[0]

@@ -125,12 +125,18 @@ class Dispatcher:
 
     def match(self, attrs: Attributes) -> tuple[Schema, Level] | None:
         """The schema and level of ``attrs``: the first matching schema whose level exists
-        (a dangling schema is skipped, as kube's classifier does)."""
+        (a dangling schema is skipped, as kube's classifier does); nothing matching: catch-all,
+        kube's fallback."""
+        fallback = None
         for schema in self.schemas:
             level = self.levels.get(schema.level)
-            if level is not None and schema.matches(attrs):
+            if level is None:
+                continue
+            if schema.matches(attrs):
                 return schema, level
-        return None
+            if schema.name == "catch-all":
+                fallback = schema, level
+        return fallback
 
     async def admit(self, attrs: Attributes, wait: float = MAX_QUEUE_WAIT) -> Ticket | None:
         """A seat for ``attrs``; None when nothing classifies it (no configuration yet) or it is
