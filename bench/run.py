@@ -124,6 +124,10 @@ def render(r: dict, machine: str, when: str) -> str:
         lines += ["", *webhook_bench.render(r["webhook"])]
     if "stall" in r:
         lines += ["", *stall_bench.render(r["stall"])]
+    if "fairness" in r:
+        from . import fairness as fairness_bench
+
+        lines += ["", *fairness_bench.render(r["fairness"])]
     if "placement" in r:
         pl = r["placement"]
         lines += [
@@ -213,6 +217,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         results["rbac"] = asyncio.run(rbac_bench.run(quick=quick))
     if want("stall"):
         results["stall"] = asyncio.run(stall_bench.run(quick=quick))
+    if want("fairness"):
+        from . import fairness as fairness_bench
+
+        results["fairness"] = fairness_bench.run(quick=quick)
     if want("sim"):
         from . import sim as sim_bench
 

@@ -275,6 +275,27 @@ def test_node_printer():
     assert cells(node, {"metadata": {"name": "n2"}})[1:3] == ["Unknown", "<none>"]
 
 
+def test_flow_schema_and_priority_level_printers():
+    fs = builtin("flowcontrol.apiserver.k8s.io", "FlowSchema")
+    assert [c[0] for c in columns(fs)] == ["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age",
+                                           "MissingPL"]
+    obj = {"metadata": {"name": "probes", "creationTimestamp": ts(60)},
+           "spec": {"priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 2}}
+    assert cells(fs, obj) == ["probes", "exempt", 2, "<none>", "60s", "?"]
+    obj["spec"]["distinguisherMethod"] = {"type": "ByUser"}
+    obj["status"] = {"conditions": [{"type": "Dangling", "status": "True"}]}
+    assert cells(fs, obj)[3:] == ["ByUser", "60s", "True"]
+    pl = builtin("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration")
+    assert [c[0] for c in columns(pl)] == ["Name", "Type", "NominalConcurrencyShares", "Queues", "HandSize",
+                                           "QueueLengthLimit", "Age"]
+    assert cells(pl, {"metadata": {"name": "exempt", "creationTimestamp": ts(5)}, "spec": {"type": "Exempt"}}) == \
+        ["exempt", "Exempt", "<none>", "<none>", "<none>", "<none>", "5s"]
+    limited = {"type": "Limited", "limited": {"nominalConcurrencyShares": 20, "limitResponse": {
+        "type": "Queue", "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}}}
+    assert cells(pl, {"metadata": {"name": "g", "creationTimestamp": ts(5)}, "spec": limited}) == \
+        ["g", "Limited", 20, 128, 6, 50, "5s"]
+
+
 def test_a_new_kind_prints_with_its_printer():
     rt = ResourceType("example.io", "v1", "Thing", "things", "thing", True)
     assert [c["name"] for c in to_table(rt, [])["columnDefinitions"]] == ["Name", "Created At"]
@@ -287,7 +308,7 @@ def test_a_new_kind_prints_with_its_printer():
 
 def test_builtin_column_descriptions_come_from_the_schemas():
     printed = [rt for rt in [*builtin_types(), logical_cluster_type(), *workload_types()] if rt.printer is not None]
-    assert len(printed) == 18  # every kind with a printer in kube (webhook configurations and admission policies included); Roles, ClusterRoles, CRDs use the default
+    assert len(printed) == 20  # every kind with a printer in kube (webhook configurations and admission policies, FlowSchemas and PriorityLevelConfigurations included); Roles, ClusterRoles, CRDs use the default
     for rt in printed:
         assert rt.printer is not None
         for definition in rt.printer.column_definitions():

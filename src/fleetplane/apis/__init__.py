@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 
 from ..registry.types import ResourceType
-from . import admissionregistration, apiextensions, apps, coordination, core, events, rbac
+from . import admissionregistration, apiextensions, apps, coordination, core, events, flowcontrol, rbac
 from .tenancy import logical_cluster_type
 
 __all__ = ["builtin_types", "known_type", "logical_cluster_type", "workload_types"]
@@ -22,7 +22,8 @@ def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> l
     """Fresh ResourceType objects for every built-in resource the hub serves; ``crds_in`` tells the
     CRD strategy which CRDs a logical cluster already has."""
     return [*core.resource_types(), *events.resource_types(), *coordination.resource_types(),
-            *apiextensions.resource_types(crds_in), *rbac.resource_types(), *admissionregistration.resource_types()]
+            *apiextensions.resource_types(crds_in), *rbac.resource_types(), *admissionregistration.resource_types(),
+            *flowcontrol.resource_types()]
 
 
 def workload_types() -> list[ResourceType]:

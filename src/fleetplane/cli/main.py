@@ -74,7 +74,10 @@ def _start(args: argparse.Namespace) -> int:
                       webhook_service_hosts=_service_hosts(args.webhook_service_host or []),
                       request_header_timeout=args.request_header_timeout, idle_timeout=args.idle_timeout,
                       max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client,
-                      max_requests_per_connection=args.max_requests_per_connection),
+                      max_requests_per_connection=args.max_requests_per_connection,
+                      enable_priority_and_fairness=args.enable_priority_and_fairness,
+                      max_requests_inflight=args.max_requests_inflight,
+                      max_mutating_requests_inflight=args.max_mutating_requests_inflight),
             plugins)
     return 0
 
@@ -109,6 +112,13 @@ def parser() -> argparse.ArgumentParser:
                        help="admission plugins to turn off, as kube-apiserver's flag")
     start.add_argument("--webhook-service-host", action="append", metavar="NAME.NAMESPACE.svc=HOST",
                        help="where a webhook clientConfig.service reference is dialled (repeatable; else DNS for the .svc name)")
+    start.add_argument("--enable-priority-and-fairness", default=True, action=argparse.BooleanOptionalAction,
+                       help="API Priority and Fairness: classify requests by the root logical cluster's FlowSchemas, "
+                            "queue them fairly per tenant and user, 429 when a priority level's queues are full")
+    start.add_argument("--max-requests-inflight", type=int, default=40, metavar="N",
+                       help="with --max-mutating-requests-inflight, the seats flow control shares among priority levels")
+    start.add_argument("--max-mutating-requests-inflight", type=int, default=20, metavar="N",
+                       help="added to --max-requests-inflight for flow control's total seats (kube's meaning)")
     start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
                        help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
     start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",

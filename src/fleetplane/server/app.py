@@ -9,6 +9,7 @@ unexpected is logged with its traceback and answered with a 500 Status, never a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -29,6 +30,7 @@ from ..pipeline.authentication.serviceaccount import (
     OPENID_CONFIG_PATH,
     TokenIssuer,
 )
+from ..pipeline.flowcontrol import TooManyRequests
 from ..registry.hub import CLUSTERS_PREFIX, Registry
 from ..storage.interface import StorageError, UnavailableError
 from . import discovery, openapi, openapi_v2
@@ -128,18 +130,21 @@ class HubApp:
         started = time.perf_counter()
         info: RequestInfo | None = None
         try:
-            info = parse(req.path)
-            if self.pipeline is not None:
-                try:
-                    await self.pipeline.admit_request(req, info)
-                finally:
-                    if self.audit is not None:
-                        audit[0] = self._audit_begin(req, info)
-                        req.keep_body = audit[0] is not None and audit[0].wants_request
-            if info.is_resource:
-                await self.resources.handle(req, info)
-            else:
-                await self._non_resource(req, info)
+            async with contextlib.AsyncExitStack() as held:  # the flow-control seat, until the handler is done
+                info = parse(req.path)
+                if self.pipeline is not None:
+                    try:
+                        await self.pipeline.admit_request(req, info, held)
+                    finally:
+                        if self.audit is not None:
+                            audit[0] = self._audit_begin(req, info)
+                            req.keep_body = audit[0] is not None and audit[0].wants_request
+                if info.is_resource:
+                    await self.resources.handle(req, info)
+                else:
+                    await self._non_resource(req, info)
+        except TooManyRequests as exc:  # kube's plain-text 429, not a Status
+            await respond(req, 429, exc.body, content_type="text/plain; charset=utf-8", extra=exc.headers)
         except StatusError as err:
             await self._safe_error(req, err)
         except (StorageError, TimeoutError) as exc:

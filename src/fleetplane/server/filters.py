@@ -1,4 +1,5 @@
-"""The request pipeline's HTTP end: authentication -> impersonation -> authorization.
+"""The request pipeline's HTTP end: authentication -> impersonation -> flow control
+(API Priority and Fairness) -> authorization.
 
 ``Pipeline.admit_request`` runs before any handler, on every request, resource or not, so
 no verb path can bypass it (kube's DefaultBuildHandlerChain). It works on the parsed
@@ -8,12 +9,14 @@ the handlers pass on to admission through the registry's ``Context``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pipeline.authentication.chain import Authenticator
 from ..pipeline.authorization.attributes import Attributes, Decision
 from ..pipeline.authorization.authorizer import Authorizer, forbidden
+from ..pipeline.flowcontrol import Dispatcher, Ticket
 from ..pipeline.impersonation import impersonate
 from ..pipeline.user import UserInfo
 from .http import Request
@@ -57,9 +60,14 @@ class Pipeline:
     authorizer: Authorizer
     #: a read of one object by name, checked once the object is known (label-scoped identities)
     object_check: Callable[[Attributes, dict | None], None] | None = None
+    #: API Priority and Fairness; None: every request runs at once (kube's --enable-priority-and-fairness=false)
+    flow_control: Dispatcher | None = None
 
-    async def admit_request(self, req: Request, info: RequestInfo) -> Attributes:
-        """Authenticate, impersonate and authorize ``req``; raises 401/400/403 StatusErrors."""
+    async def admit_request(self, req: Request, info: RequestInfo,
+                            held: contextlib.AsyncExitStack | None = None) -> Attributes:
+        """Authenticate, impersonate, seat (flow control) and authorize ``req``; raises
+        401/400/403 StatusErrors, or ``TooManyRequests``. The seat is given back when ``held``
+        closes (after the handler), a watch's as soon as its response starts."""
         user = await self.authenticator.authenticate(req.headers.get("authorization", ""), req.client_cert,
                                                      info.cluster, info.path)
         req.authenticated_user = req.user = user
@@ -68,8 +76,29 @@ class Pipeline:
         req.user = acting or user
         attrs = request_attributes(req.user, req, info)
         req.attributes = attrs
+        if self.flow_control is not None and held is not None:
+            ticket = await self.flow_control.admit(attrs)
+            if ticket is not None:
+                held.callback(ticket.release)
+                _send_pf_headers(req, ticket, release_on_start=attrs.verb == "watch")
         result = self.authorizer.authorize(attrs)
         if not result.allowed:
             # kube shows a reason only when an authorizer denied (RBAC gives none: it never denies)
             raise forbidden(attrs, result.reason if result.decision is Decision.DENY else "")
         return attrs
+
+
+def _send_pf_headers(req: Request, ticket: Ticket, release_on_start: bool) -> None:
+    """Every response of a classified request carries kube's X-Kubernetes-PF-* headers; a watch
+    holds its seat only until its response starts (its initialization, as in kube)."""
+    send = req.send
+    extra = [(k.lower().encode(), v.encode()) for k, v in ticket.headers]
+
+    async def send_with_headers(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *extra]}
+            if release_on_start:
+                ticket.release()
+        await send(message)
+
+    req.send = send_with_headers
