@@ -409,9 +409,12 @@ class GenericStore:
         if fields_owned and ctx.manager:
             # Before admission, as kube's create handler: the manager owns what it sent (with the
             # type's defaults), not what mutating admission adds (a Pod's serviceAccountName, ...).
-            obj = await off_loop(size, ssa.update_managed_fields, None, obj, manager=ctx.manager, api_version=rt.api_version,
-                                 now=now, list_type_at=rt.list_type_at)
-            meta = obj["metadata"]
+            # A status the strategy resets on create (a status subresource) is not the manager's
+            # either (kube's reset fields).
+            owned = {k: v for k, v in obj.items() if k != "status"} if rt.strategy.status_subresource else obj
+            managed = await off_loop(size, ssa.update_managed_fields, None, owned, manager=ctx.manager,
+                                     api_version=rt.api_version, now=now, list_type_at=rt.list_type_at)
+            meta = obj["metadata"] = managed["metadata"]
         review = self._admission(CREATE, rt, ctx, str(meta.get("name") or ""), obj, None)
         await self.admission.admit(review)
         rt.strategy.prepare_for_create(obj)
