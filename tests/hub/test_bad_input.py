@@ -99,3 +99,15 @@ def test_garbage_crds_are_refused_with_causes(hub: Hub):
         assert code in (400, 422), (spec, raw)
     _, listed = hub.json("GET", path)
     assert listed["items"] == []
+
+
+def test_an_undecodable_body_is_kubes_unrecognized_object(hub: Hub):
+    """apiserver's transformDecodeError: the kind the endpoint wants, the parse error, and the start
+    of the body (as text for a JSON object, else in hex)."""
+    code, _, raw = hub.request("POST", "/api/v1/namespaces", b"bad body")
+    message = json.loads(raw)["message"]
+    assert code == 400 and message.startswith(
+        "the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: ")
+    assert message.endswith(" (62616420626f6479)")
+    code, _, raw = hub.request("POST", "/api/v1/namespaces", b'{"metadata": {"name": "x"}, oops}')
+    assert code == 400 and json.loads(raw)["message"].endswith('({"metadata": {"name": "x"}, oo ...)')

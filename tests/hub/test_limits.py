@@ -5,6 +5,7 @@ Status naming the problem, and the hub keeps serving while it refuses."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -60,7 +61,7 @@ def test_billion_laughs_is_a_quick_400_while_the_hub_answers_others(hub: Hub, na
     assert code == 200
     post_code, _, raw = result["post"]  # type: ignore[misc]
     assert post_code == 400, raw[:300]
-    assert _status(raw)["message"] == "error converting YAML to JSON: yaml: document contains excessive aliasing"
+    assert _unframed(_status(raw)["message"]) == "error converting YAML to JSON: yaml: document contains excessive aliasing"
     assert result["post_seconds"] < 10  # refused while counting, never expanded (it took minutes and then crashed)
     assert hub.request("GET", f"{base}/lol")[0] == 404
     # server-side apply reads YAML the same way
@@ -82,6 +83,13 @@ def test_aliases_within_gos_rule_are_expanded_into_independent_copies(hub: Hub, 
 
 
 DEEP = MAX_DEPTH + 1  # the value below sits one level down, so this is past the limit
+
+
+def _unframed(message: str) -> str:
+    """The decoding error inside kube's frame for a create or update body that does not parse."""
+    framed = re.fullmatch(r"the object provided is unrecognized \(must be of type ConfigMap\): (.*) \(.*\)", message, re.S)
+    assert framed, message
+    return framed.group(1)
 
 
 @pytest.mark.parametrize("depth", [DEEP, 300, 5000])
@@ -112,7 +120,10 @@ def test_nesting_past_the_limit_is_a_400_in_every_format(hub: Hub, namespace: st
     for method, path, ctype, body, prefix in cases:
         code, _, raw = hub.request(method, path, body, content_type=ctype)
         assert code == 400, (method, ctype, code, raw[:300])
-        assert _status(raw)["message"] == f"{prefix}exceeded max depth of {MAX_DEPTH}", (method, ctype)
+        message = _status(raw)["message"]
+        if method in ("POST", "PUT") and "protobuf" not in ctype:
+            message = _unframed(message)
+        assert message == f"{prefix}exceeded max depth of {MAX_DEPTH}", (method, ctype)
     assert hub.request("GET", f"{base}/deep")[0] == 404
 
 
@@ -188,7 +199,7 @@ def test_yaml_keys_and_binary_as_sigs_yaml_converts_them(hub: Hub, namespace: st
         body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  " + data
         code, _, raw = hub.request("POST", base, body, content_type=YAML)
         assert code == 400, (data, raw)
-        assert _status(raw)["message"] == message
+        assert _unframed(_status(raw)["message"]) == message
     assert hub.request("GET", f"{base}/bad")[0] == 404
 
 

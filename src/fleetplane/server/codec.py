@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from ..apimachinery import errors as e
+from ..apimachinery.errors import StatusError
 from ..apimachinery.limits import DEPTH_MESSAGE, MAX_DEPTH, MAX_OBJECT_BYTES, exceeds_depth, too_large_message
 from ..apimachinery.yamljson import SizeError, YAMLError, yaml_to_json
 
@@ -62,14 +63,27 @@ def _checked_protobuf(body: bytes) -> Any:
     return obj
 
 
-def decode_object(content_type: str, body: bytes) -> dict:
-    """The object of a POST or PUT body."""
+def _summary(body: bytes, limit: int = 30) -> str:
+    """apiserver's summarizeData: the start of a JSON object as text, of anything else in hex."""
+    if not body:
+        return "<empty>"
+    if body[:1] == b"{":
+        return body[:limit].decode("utf-8", "replace") + (" ..." if len(body) > limit else "")
+    return body[:limit].hex() + (" ..." if len(body) > limit else "")
+
+
+def decode_object(content_type: str, body: bytes, kind: str = "") -> dict:
+    """The object of a POST or PUT body; a body that does not parse is kube's "unrecognized" 400
+    naming the ``kind`` the endpoint wants (apiserver's transformDecodeError)."""
     if not body.strip():
         raise e.bad_request("the request body is empty; expected an object")
-    if content_type in ("", "application/json", "*/*"):
-        obj = load_json(body)
-    elif content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
-        obj = load_yaml(body)
+    if content_type in ("", "application/json", "*/*", "application/yaml", "application/x-yaml", "text/yaml"):
+        try:
+            obj = load_json(body) if "yaml" not in content_type else load_yaml(body)
+        except StatusError as err:
+            if kind and err.code == 400:
+                err.message = f"the object provided is unrecognized (must be of type {kind}): {err.message} ({_summary(body)})"
+            raise
     elif content_type == PROTOBUF:
         obj = _checked_protobuf(body)
     else:

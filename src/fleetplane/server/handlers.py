@@ -209,7 +209,7 @@ class ResourceHandler:
     async def _body_object(self, req: Request, rt: ResourceType, ctx: Context) -> dict:
         body = await req.body()
         ctx.body_size = len(body)
-        obj = await off_loop(_decode_cost(req.content_type, body), codec.decode_object, req.content_type, body)
+        obj = await off_loop(_decode_cost(req.content_type, body), codec.decode_object, req.content_type, body, rt.kind)
         if req.keep_body:
             req.decoded_body = copy_obj(obj)  # as sent: the store changes ``obj``
         # As kube's decoder does, a body without apiVersion/kind takes the endpoint's.
