@@ -32,20 +32,23 @@ from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import ResourceType, Strategy
 from ...registry.validation import validate_object_meta
+from .rules import (
+    GROUP,
+    MAX_MATCH_CONDITIONS,
+    VERSION,
+    as_list,
+    invalid_slice,
+    validate_rule,
+)
 
-GROUP = "admissionregistration.k8s.io"
-VERSION = "v1"
 FAIL, IGNORE = "Fail", "Ignore"
 EXACT, EQUIVALENT = "Exact", "Equivalent"
 DENY, WARN, AUDIT = "Deny", "Warn", "Audit"
 ALLOW_ACTION, DENY_ACTION = "Allow", "Deny"
 FAILURE_POLICIES = [FAIL, IGNORE]
 MATCH_POLICIES = [EQUIVALENT, EXACT]
-OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
-SCOPES = ["*", "Cluster", "Namespaced"]
 REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge"]
 VALIDATION_ACTIONS = [AUDIT, DENY, WARN]
-MAX_MATCH_CONDITIONS = 64
 MAX_AUDIT_ANNOTATIONS = 20
 MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION = 5 * 1024
 _RX_NEWLINES = re.compile(r"[\n\r]+")
@@ -58,9 +61,6 @@ def _spec(obj: dict[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
 
-
-def _list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
 
 
 # -- defaults --------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def default_match_resources(mr: Any) -> None:
     if mr.get("objectSelector") is None:
         mr["objectSelector"] = {}
     for key in ("resourceRules", "excludeResourceRules"):
-        for rule in _list(mr.get(key)):
+        for rule in as_list(mr.get(key)):
             if isinstance(rule, dict) and rule.get("scope") is None:
                 rule["scope"] = "*"
 
@@ -102,95 +102,6 @@ def default_binding(obj: dict[str, Any]) -> None:
 # -- validation -------------------------------------------------------------------------------
 
 
-def _go_slice(items: list[Any], element: str = "string") -> str:
-    """A slice as Go's ``%#v`` prints it in a field error: ``[]string{"*", "pods"}``."""
-    return f"[]{element}{{" + ", ".join('"' + str(i).replace('"', '\\"') + '"' for i in items) + "}"
-
-
-def _invalid_slice(path: str, items: list[Any], detail: str, element: str = "string") -> FieldError:
-    return e.invalid_literal(path, _go_slice(items, element), detail)
-
-
-def _wildcard_with_others(items: list[Any]) -> bool:
-    return len(items) > 1 and "*" in items
-
-
-def _validate_resources(resources: list[Any], path: str) -> list[FieldError]:
-    """validateResources: ``pods``, ``pods/status``, ``*``, ``*/*``, ``pods/*``, ``*/scale``."""
-    errs: list[FieldError] = []
-    if not resources:
-        errs.append(e.required(path))
-    with_wild_sub: set[str] = set()
-    with_wild_res: set[str] = set()
-    double = single = plain = False
-    for i, res_sub in enumerate(resources):
-        if not res_sub:
-            errs.append(e.required(f"{path}[{i}]"))
-            continue
-        res_sub = str(res_sub)
-        double = double or res_sub == "*/*"
-        single = single or res_sub == "*"
-        if "/" not in res_sub:
-            plain = res_sub != "*"
-            continue
-        res, sub = res_sub.split("/", 1)
-        if res in with_wild_sub:
-            errs.append(e.invalid(f"{path}[{i}]", res_sub, f"if '{res}/*' is present, must not specify {res_sub}"))
-        if sub in with_wild_res:
-            errs.append(e.invalid(f"{path}[{i}]", res_sub, f"if '*/{sub}' is present, must not specify {res_sub}"))
-        if sub == "*":
-            with_wild_sub.add(res)
-        if res == "*":
-            with_wild_res.add(sub)
-    if len(resources) > 1 and double:
-        errs.append(_invalid_slice(path, resources, "if '*/*' is present, must not specify other resources"))
-    if single and plain:
-        errs.append(_invalid_slice(path, resources, "if '*' is present, must not specify other resources without subresources"))
-    return errs
-
-
-def _validate_rule(rule: Any, path: str) -> list[FieldError]:
-    """validateNamedRuleWithOperations (operations, groups, versions, resources, scope, names)."""
-    if not isinstance(rule, dict):
-        return [e.invalid(path, rule, "must be an object")]
-    errs: list[FieldError] = []
-    names: set[str] = set()
-    for i, n in enumerate(_list(rule.get("resourceNames"))):
-        why = path_segment_error(str(n))
-        if why:
-            errs.append(e.invalid(f"{path}.resourceNames[{i}]", n, why))
-        if n in names:
-            errs.append(e.duplicate(f"{path}.resourceNames[{i}]", n))
-        names.add(str(n))
-    ops = _list(rule.get("operations"))
-    if not ops:
-        errs.append(e.required(f"{path}.operations"))
-    if _wildcard_with_others(ops):
-        errs.append(_invalid_slice(f"{path}.operations", ops, "if '*' is present, must not specify other operations",
-                                      "admissionregistration.OperationType"))
-    for i, op in enumerate(ops):
-        if op not in OPERATIONS:
-            errs.append(e.not_supported(f"{path}.operations[{i}]", op, OPERATIONS))
-    groups = _list(rule.get("apiGroups"))
-    if not groups:
-        errs.append(e.required(f"{path}.apiGroups"))
-    if _wildcard_with_others(groups):
-        errs.append(_invalid_slice(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
-    versions = _list(rule.get("apiVersions"))
-    if not versions:
-        errs.append(e.required(f"{path}.apiVersions"))
-    if _wildcard_with_others(versions):
-        errs.append(_invalid_slice(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
-    for i, v in enumerate(versions):
-        if not v:
-            errs.append(e.required(f"{path}.apiVersions[{i}]"))
-    errs += _validate_resources(_list(rule.get("resources")), f"{path}.resources")
-    scope = rule.get("scope")
-    if scope is not None and scope not in SCOPES:
-        errs.append(e.not_supported(f"{path}.scope", scope, SCOPES))
-    return errs
-
-
 def validate_match_resources(mr: Any, path: str) -> list[FieldError]:
     """validateMatchResources (after defaulting, so the selectors and matchPolicy are set)."""
     if mr is None:
@@ -209,8 +120,8 @@ def validate_match_resources(mr: Any, path: str) -> list[FieldError]:
         else:
             errs += validate_label_selector(mr[key], f"{path}.{key}")
     for key in ("resourceRules", "excludeResourceRules"):
-        for i, rule in enumerate(_list(mr.get(key))):
-            errs += _validate_rule(rule, f"{path}.{key}[{i}]")
+        for i, rule in enumerate(as_list(mr.get(key))):
+            errs += validate_rule(rule, f"{path}.{key}[{i}]", named=True)
     return errs
 
 
@@ -261,9 +172,9 @@ def validate_policy(obj: dict[str, Any]) -> list[FieldError]:
         errs.append(e.required("spec.matchConstraints"))
     else:
         errs += validate_match_resources(mc, "spec.matchConstraints")
-        if isinstance(mc, dict) and not _list(mc.get("resourceRules")):
+        if isinstance(mc, dict) and not as_list(mc.get("resourceRules")):
             errs.append(e.required("spec.matchConstraints.resourceRules"))
-    conditions = _list(spec.get("matchConditions"))
+    conditions = as_list(spec.get("matchConditions"))
     if len(conditions) > MAX_MATCH_CONDITIONS:
         errs.append(FieldError("FieldValueTooMany", "spec.matchConditions",
                                f"must have at most {MAX_MATCH_CONDITIONS} items", len(conditions), True))
@@ -286,7 +197,7 @@ def validate_policy(obj: dict[str, Any]) -> list[FieldError]:
                 errs.append(e.duplicate(f"{p}.name", name))
             names.add(name)
     known: list[str] = []
-    for i, v in enumerate(_list(spec.get("variables"))):
+    for i, v in enumerate(as_list(spec.get("variables"))):
         p = f"spec.variables[{i}]"
         v = v if isinstance(v, dict) else {}
         name, expr = str(v.get("name") or ""), str(v.get("expression") or "")
@@ -300,8 +211,8 @@ def validate_policy(obj: dict[str, Any]) -> list[FieldError]:
             errs += _compile_error(f"{p}.expression", expr, params=has_params, authorizer=True, variables=tuple(known))
         known.append(name)
     variables = tuple(known)
-    validations = _list(spec.get("validations"))
-    annotations = _list(spec.get("auditAnnotations"))
+    validations = as_list(spec.get("validations"))
+    annotations = as_list(spec.get("auditAnnotations"))
     if not validations and not annotations:
         msg = "validations or auditAnnotations must contain at least one item"
         return errs + [e.required("spec.validations", msg), e.required("spec.auditAnnotations", msg)]
@@ -357,7 +268,7 @@ def validate_policy_status(obj: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
     tc = (status or {}).get("typeChecking")
-    for i, w in enumerate(_list((tc or {}).get("expressionWarnings") if isinstance(tc, dict) else None)):
+    for i, w in enumerate(as_list((tc or {}).get("expressionWarnings") if isinstance(tc, dict) else None)):
         w = w if isinstance(w, dict) else {}
         if not w.get("warning"):
             errs.append(e.required(f"status.typeChecking.expressionWarnings[{i}].warning"))
@@ -398,7 +309,7 @@ def validate_binding(obj: dict[str, Any]) -> list[FieldError]:
         elif action not in (DENY_ACTION, ALLOW_ACTION):
             errs.append(e.not_supported("spec.paramRef.parameterNotFoundAction", action, [DENY_ACTION, ALLOW_ACTION]))
     errs += validate_match_resources(spec.get("matchResources"), "spec.matchResouces")
-    actions = _list(spec.get("validationActions"))
+    actions = as_list(spec.get("validationActions"))
     seen: set[str] = set()
     for i, a in enumerate(actions):
         if a not in VALIDATION_ACTIONS:
@@ -407,7 +318,7 @@ def validate_binding(obj: dict[str, Any]) -> list[FieldError]:
             errs.append(e.duplicate(f"spec.validationActions[{i}]", a))
         seen.add(str(a))
     if DENY in seen and WARN in seen:
-        errs.append(_invalid_slice("spec.validationActions", actions, "must not contain both Deny and Warn (repeating "
+        errs.append(invalid_slice("spec.validationActions", actions, "must not contain both Deny and Warn (repeating "
                                    "the same validation failure information in the API response and headers serves no "
                                    "purpose)", "admissionregistration.ValidationAction"))
     if not seen:

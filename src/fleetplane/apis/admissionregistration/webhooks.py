@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 from ...apimachinery import errors as e
 from ...apimachinery.errors import FieldError
-from ...apimachinery.gofmt import go_quote
 from ...apimachinery.validation import (
     dns1035_label_errors,
     dns1123_subdomain_error,
@@ -27,17 +26,13 @@ from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.schema.cel import compile_expression
 from ...registry.types import ResourceType
 from ..core.base import CoreStrategy
+from .rules import GROUP, MAX_MATCH_CONDITIONS, VERSION, invalid_slice, validate_rule
 
-GROUP = "admissionregistration.k8s.io"
-VERSION = "v1"
 #: the variables a webhook's matchConditions may use (``authorizer`` is not offered yet)
 MATCH_CONDITION_VARIABLES = frozenset({"object", "oldObject", "request"})
-MAX_MATCH_CONDITIONS = 64
-OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 FAILURE_POLICIES = ("Fail", "Ignore")
 MATCH_POLICIES = ("Equivalent", "Exact")
 SIDE_EFFECTS = ("None", "NoneOnDryRun")
-SCOPES = ("*", "Cluster", "Namespaced")
 REINVOCATION_POLICIES = ("IfNeeded", "Never")
 REVIEW_VERSIONS = ("v1", "v1beta1")
 
@@ -59,81 +54,6 @@ def default_webhook(hook: dict[str, Any], mutating: bool) -> None:
     service = (hook.get("clientConfig") or {}).get("service")
     if isinstance(service, dict):
         service.setdefault("port", 443)
-
-
-def _has_wildcard(items: list[Any]) -> bool:
-    return "*" in items
-
-
-def _invalid_list(path: str, items: list[Any], detail: str) -> FieldError:
-    """A list named as Go's %#v prints a []string: ``[]string{"*/*", "pods"}``."""
-    literal = "[]string{" + ", ".join(go_quote(str(i)) for i in items) + "}"
-    return e.invalid_literal(path, literal, detail)
-
-
-def _validate_resources(resources: Any, path: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    if not isinstance(resources, list) or not resources:
-        return [e.required(path)]
-    with_wild_sub: set[str] = set()  # x/*
-    wild_res_subs: set[str] = set()  # */x
-    double = single = plain = False
-    for i, res_sub in enumerate(resources):
-        if not res_sub:
-            errs.append(e.required(f"{path}[{i}]"))
-            continue
-        res_sub = str(res_sub)
-        double = double or res_sub == "*/*"
-        single = single or res_sub == "*"
-        if "/" not in res_sub:
-            plain = plain or res_sub != "*"
-            continue
-        res, sub = res_sub.split("/", 1)
-        if res in with_wild_sub:
-            errs.append(e.invalid(f"{path}[{i}]", res_sub, f"if '{res}/*' is present, must not specify {res_sub}"))
-        if sub in wild_res_subs:
-            errs.append(e.invalid(f"{path}[{i}]", res_sub, f"if '*/{sub}' is present, must not specify {res_sub}"))
-        if sub == "*":
-            with_wild_sub.add(res)
-        if res == "*":
-            wild_res_subs.add(sub)
-    if len(resources) > 1 and double:
-        errs.append(_invalid_list(path, resources, "if '*/*' is present, must not specify other resources"))
-    if single and plain:
-        errs.append(_invalid_list(path, resources, "if '*' is present, must not specify other resources without subresources"))
-    return errs
-
-
-def _validate_rule(rule: Any, path: str) -> list[FieldError]:
-    if not isinstance(rule, dict):
-        return [e.invalid(path, rule, "must be an object")]
-    errs: list[FieldError] = []
-    ops = rule.get("operations")
-    if not ops:
-        errs.append(e.required(f"{path}.operations"))
-    elif isinstance(ops, list):
-        if len(ops) > 1 and _has_wildcard(ops):
-            errs.append(_invalid_list(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
-        for i, op in enumerate(ops):
-            if op not in OPERATIONS:
-                errs.append(e.not_supported(f"{path}.operations[{i}]", op, list(OPERATIONS)))
-    groups = rule.get("apiGroups")
-    if not groups:
-        errs.append(e.required(f"{path}.apiGroups"))
-    elif len(groups) > 1 and _has_wildcard(groups):
-        errs.append(_invalid_list(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
-    versions = rule.get("apiVersions")
-    if not versions:
-        errs.append(e.required(f"{path}.apiVersions"))
-    else:
-        if len(versions) > 1 and _has_wildcard(versions):
-            errs.append(_invalid_list(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
-        errs += [e.required(f"{path}.apiVersions[{i}]") for i, v in enumerate(versions) if not v]
-    errs += _validate_resources(rule.get("resources"), f"{path}.resources")
-    scope = rule.get("scope")
-    if scope is not None and scope not in SCOPES:
-        errs.append(e.not_supported(f"{path}.scope", scope, list(SCOPES)))
-    return errs
 
 
 def _validate_service(svc: dict[str, Any], path: str) -> list[FieldError]:
@@ -247,7 +167,7 @@ def validate_webhook(hook: Any, path: str, mutating: bool, names: set[str]) -> l
         errs.append(e.duplicate(f"{path}.name", name))
     names.add(str(name))
     for i, rule in enumerate(hook.get("rules") or []):
-        errs += _validate_rule(rule, f"{path}.rules[{i}]")
+        errs += validate_rule(rule, f"{path}.rules[{i}]")
     for key, allowed in (("failurePolicy", FAILURE_POLICIES), ("matchPolicy", MATCH_POLICIES)):
         if hook.get(key) is not None and hook[key] not in allowed:
             errs.append(e.not_supported(f"{path}.{key}", hook[key], list(allowed)))
@@ -268,7 +188,7 @@ def validate_webhook(hook: Any, path: str, mutating: bool, names: set[str]) -> l
                 errs.append(e.invalid(f"{path}.admissionReviewVersions[{i}]", v, "duplicate version"))
             seen.add(str(v))
         if not any(v in REVIEW_VERSIONS for v in versions):
-            errs.append(_invalid_list(f"{path}.admissionReviewVersions", versions,
+            errs.append(invalid_slice(f"{path}.admissionReviewVersions", versions,
                                   "must include at least one of v1, v1beta1"))
     timeout = hook.get("timeoutSeconds")
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 30):
