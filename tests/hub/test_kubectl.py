@@ -72,14 +72,13 @@ WIDGET = textwrap.dedent("""\
     """)
 
 
-#: kubectl 1.28 reads only /openapi/v2 (explain, client-side apply, the fieldValidation check), 1.29+ v3
-BOTH_OPENAPI_VERSIONS = pytest.mark.parametrize("minor", [DEFAULT_MINOR, "1.28"], indirect=True)
 
 
-@pytest.fixture
+@pytest.fixture(params=[DEFAULT_MINOR, "1.28"])
 def minor(request: pytest.FixtureRequest) -> str:
-    """The kubectl minor the ``kubectl`` and ``widgets`` fixtures run (``BOTH_OPENAPI_VERSIONS``)."""
-    return getattr(request, "param", DEFAULT_MINOR)
+    """The kubectl minor the ``kubectl`` and ``widgets`` fixtures run: every check runs with the
+    default kubectl and with 1.28 (which reads only /openapi/v2)."""
+    return str(request.param)
 
 
 @pytest.fixture
@@ -105,7 +104,6 @@ def test_api_resources_lists_builtins(kubectl: Kubectl):
     assert "cm " in out and "crd,crds" in out
 
 
-@BOTH_OPENAPI_VERSIONS
 def test_create_get_formats_and_delete(kubectl: Kubectl, namespace: str):
     assert kubectl("create", "configmap", "cfg", "--from-literal=a=1", "--from-literal=b=2").out.strip() == "configmap/cfg created"
     table = kubectl("get", "cm", "cfg").out.splitlines()
@@ -122,7 +120,6 @@ def test_create_get_formats_and_delete(kubectl: Kubectl, namespace: str):
     assert 'Error from server (NotFound): configmaps "cfg" not found' in err
 
 
-@BOTH_OPENAPI_VERSIONS
 def test_apply_client_side_add_change_remove(kubectl: Kubectl):
     manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ap\n  labels: {a: one}\ndata:\n  keep: '1'\n  drop: '2'\n"
     assert "created" in kubectl("apply", "-f", "-", stdin=manifest).out
@@ -194,7 +191,6 @@ def test_client_side_to_server_side_apply_migration(kubectl: Kubectl):
     assert obj["data"] == {"a": "1"}
 
 
-@BOTH_OPENAPI_VERSIONS
 def test_custom_resources_end_to_end(widgets: Kubectl):
     k = widgets
     assert "widget.example.com/w1 created" in k("apply", "-f", "-", stdin=WIDGET.format(name="w1")).out
@@ -253,7 +249,6 @@ def test_delete_with_finalizer_and_propagation_policies(kubectl: Kubectl, hub: H
     wait_for(lambda: kubectl("get", "cm", "fin", check=False).code != 0, what="finalized configmap gone")
 
 
-@BOTH_OPENAPI_VERSIONS
 def test_explain_builtin_and_custom(widgets: Kubectl):
     out = widgets("explain", "configmap.data").out
     assert "FIELD: data" in out or "data" in out
