@@ -17,7 +17,9 @@ def _rollout(k: Kubectl, name: str, timeout: str = "30s") -> str:
 
 
 def _pods(k: Kubectl, *selector: str) -> list[dict]:
-    return k.get_json("pods", *selector)["items"]
+    """The pods that are not on their way out: a deleted Pod stays, Terminating, until the
+    simulated kubelet has stopped it (as on a real cluster), and the controllers no longer count it."""
+    return [p for p in k.get_json("pods", *selector)["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
 def _rows(out: str) -> list[list[str]]:
