@@ -48,31 +48,17 @@ class HistoryLimits:
     bytes: int = HISTORY_BYTES_PER_RESOURCE
 
 
+@dataclass(slots=True)
 class CachedObject:
-    """One object at one revision. ``obj`` is treated as immutable: copy before changing.
-
-    A large stored value is decoded only when something reads ``obj``: decoding a 4 MiB value is one
-    C call that holds the event loop (and the GIL) for a few hundred milliseconds, and a write
-    nobody reads back (no get, list, selector or watcher of its resource) need never pay it."""
-
-    __slots__ = ("key", "cluster", "namespace", "name", "revision", "_obj", "_value", "view")
-
-    def __init__(self, key: str, cluster: str, namespace: str, name: str, revision: int,
-                 obj: dict[str, Any] | None = None, value: bytes | None = None) -> None:
-        self.key, self.cluster, self.namespace, self.name, self.revision = key, cluster, namespace, name, revision
-        self._obj, self._value = obj, value
-        #: the object as a resource type serves it, memoized by the registry (kube's cachingObject):
-        #: reads of one version are presented and encoded once, not once per list, get or watcher
-        self.view: Any = None
-
-    @property
-    def obj(self) -> dict[str, Any]:
-        if self._obj is None:
-            assert self._value is not None
-            obj = orjson.loads(self._value)
-            obj["metadata"]["resourceVersion"] = str(self.revision)
-            self._obj, self._value = obj, None
-        return self._obj
+    key: str
+    cluster: str
+    namespace: str
+    name: str
+    revision: int
+    obj: dict[str, Any]  # treat as immutable: copy before changing
+    #: the object as a resource type serves it, memoized by the registry (kube's cachingObject):
+    #: reads of one version are presented and encoded once, not once per list, get or watcher
+    view: Any = None
 
 
 @dataclass(slots=True)
@@ -97,16 +83,10 @@ class WatchEvent:
         return self._encoded
 
 
-#: stored values from this size on are decoded on first read (see :class:`CachedObject`)
-LAZY_DECODE_BYTES = 256 * 1024
-
-
 def decode(kv_key: str, value: bytes, revision: int) -> CachedObject:
-    _, _, cluster, namespace, name = split_key(kv_key)
-    if len(value) >= LAZY_DECODE_BYTES:
-        return CachedObject(kv_key, cluster, namespace, name, revision, value=value)
     obj = orjson.loads(value)
     obj["metadata"]["resourceVersion"] = str(revision)
+    _, _, cluster, namespace, name = split_key(kv_key)
     return CachedObject(kv_key, cluster, namespace, name, revision, obj)
 
 

@@ -246,19 +246,3 @@ async def test_a_watcher_sees_an_object_leave_its_selector_as_deleted(store: SQL
         assert left.encoded() == orjson.dumps(cache.resource(PREFIX).get(key("a")).obj)  # type: ignore[union-attr]
     finally:
         w.stop()
-
-
-def test_a_large_value_is_decoded_on_first_read_only():
-    """A big stored value stays bytes until something reads the object (decoding it holds the loop)."""
-    import orjson
-
-    from fleetplane.storage.watchcache import LAZY_DECODE_BYTES, decode
-
-    value = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "ns"},
-                          "data": {"k": "x" * LAZY_DECODE_BYTES}})
-    co = decode("/registry/configmaps/root/ns/big", value, 42)
-    assert co._obj is None  # nothing decoded yet
-    assert co.obj["metadata"] == {"name": "big", "namespace": "ns", "resourceVersion": "42"}
-    assert co.obj is co.obj and co._value is None  # decoded once, the bytes let go
-    small = decode("/registry/configmaps/root/ns/small", orjson.dumps({"metadata": {"name": "small"}}), 7)
-    assert small._obj == {"metadata": {"name": "small", "resourceVersion": "7"}}
