@@ -6,63 +6,19 @@ Tests mint tokens with it and point a JWT authenticator at ``url`` with ``ca_pem
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
 import json
-import ssl
-import tempfile
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import jwt
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from .tls import make_ca_and_cert, serve_https, server_context
 
 _OMIT = object()
-
-
-def make_ca_and_serving_cert(common_name: str = "test-oidc-ca") -> tuple[str, str, str]:
-    """(CA PEM, serving cert PEM, serving key PEM) valid for 127.0.0.1 and localhost."""
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                                    x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    return (
-        ca.public_bytes(pem).decode(),
-        cert.public_bytes(pem).decode(),
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode(),
-    )
 
 
 class _Key:
@@ -87,19 +43,14 @@ class OIDCIssuer:
 
     def __init__(self, path: str = "", alg: str = "RS256") -> None:
         self.path = path.rstrip("/")
-        self.ca_pem, cert_pem, key_pem = make_ca_and_serving_cert()
+        self.ca_pem, cert_pem, key_pem = make_ca_and_cert(["localhost"], "test-oidc-ca")
         self._keys: list[_Key] = [_Key(alg)]
         #: served in discovery as ``issuer`` instead of ``url`` when set (to test the mismatch)
         self.discovery_issuer: str | None = None
         self.discovery_requests = 0
         self.jwks_requests = 0
         self._lock = threading.Lock()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        with tempfile.TemporaryDirectory() as d:
-            Path(d, "cert.pem").write_text(cert_pem)
-            Path(d, "key.pem").write_text(key_pem)
-            ctx.load_cert_chain(Path(d, "cert.pem"), Path(d, "key.pem"))
-        self._ssl = ctx
+        self._ssl = server_context(cert_pem, key_pem)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -131,25 +82,7 @@ class OIDCIssuer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet tests
                 pass
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def get_request(self):  # type: ignore[no-untyped-def]
-                sock, addr = super().get_request()
-                return issuer._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
-
-            def finish_request(self, request, client_address):  # type: ignore[no-untyped-def]
-                request.settimeout(10)
-                try:
-                    request.do_handshake()  # in the handler thread: a stalled client blocks nobody
-                except (OSError, ssl.SSLError):
-                    return
-                super().finish_request(request, client_address)
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="oidc-issuer", daemon=True)
-        self._thread.start()
+        self._server, self._thread = serve_https(Handler, self._ssl, name="oidc-issuer")
         return self
 
     def stop(self) -> None:

@@ -8,21 +8,13 @@ review received is kept (``reviews(path)``), so tests assert what the hub sent.
 from __future__ import annotations
 
 import base64
-import datetime as dt
-import ipaddress
 import json
-import ssl
-import tempfile
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from ..tls import make_ca_and_cert, serve_https, server_context
 
 Handler = Callable[[dict[str, Any]], "dict[str, Any] | bytes"]
 SERVICE_NAME = "webhook.default.svc"
@@ -32,46 +24,12 @@ class Hangup(Exception):
     """Raised by a handler: the connection is closed without an answer."""
 
 
-def make_ca_and_cert(names: list[str], common_name: str = "test-webhook-ca") -> tuple[str, str, str]:
-    """(CA PEM, serving cert PEM, serving key PEM) valid for 127.0.0.1 and ``names``."""
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number())
-          .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    sans += [x509.DNSName(n) for n in names]
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
-    return ca.public_bytes(pem).decode(), cert.public_bytes(pem).decode(), key_pem
-
-
 class WebhookServer:
     """HTTPS on 127.0.0.1 (and, by certificate, ``webhook.default.svc``), one handler per path."""
 
     def __init__(self, names: tuple[str, ...] = (SERVICE_NAME, "localhost")) -> None:
-        self.ca_pem, cert_pem, key_pem = make_ca_and_cert(list(names))
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        with tempfile.TemporaryDirectory() as d:
-            Path(d, "cert.pem").write_text(cert_pem)
-            Path(d, "key.pem").write_text(key_pem)
-            ctx.load_cert_chain(Path(d, "cert.pem"), Path(d, "key.pem"))
-        self._ssl = ctx
+        self.ca_pem, cert_pem, key_pem = make_ca_and_cert(list(names), "test-webhook-ca")
+        self._ssl = server_context(cert_pem, key_pem)
         self._handlers: dict[str, Handler] = {}
         self._reviews: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -135,24 +93,7 @@ class WebhookServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet tests
                 pass
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def get_request(self):  # type: ignore[no-untyped-def]
-                sock, addr = super().get_request()
-                return server._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
-
-            def finish_request(self, request, client_address):  # type: ignore[no-untyped-def]
-                request.settimeout(60)
-                try:
-                    request.do_handshake()
-                except (OSError, ssl.SSLError):
-                    return
-                super().finish_request(request, client_address)
-
-        self._server = Server(("127.0.0.1", 0), RequestHandler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name="webhook-server", daemon=True).start()
+        self._server, _ = serve_https(RequestHandler, self._ssl, name="webhook-server", socket_timeout=60)
         return self
 
     def stop(self) -> None:
