@@ -228,6 +228,9 @@ def test_update_with_resource_version_zero_is_unconditional(hub: Hub, namespace:
     code, patched = hub.json("PATCH", f"{base}/zero", {"metadata": {"resourceVersion": "0"}, "data": {"p": "1"}},
                              content_type="application/merge-patch+json")
     assert code == 200 and patched["data"]["p"] == "1"
+    applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "zero", "resourceVersion": "0"}, "data": {"a": "1"}}
+    code, body = hub.json("PATCH", f"{base}/zero?fieldManager=zero", applied, content_type="application/apply-patch+yaml")
+    assert code == 200 and body["data"]["a"] == "1", body
 
 
 def test_delete_of_a_service_account_answers_the_object(hub: Hub, namespace: str):

@@ -531,7 +531,10 @@ class GenericStore:
     async def guaranteed_update(self, rt: ResourceType, ctx: Context, name: str, mutate: Callable[[dict[str, Any]], dict[str, Any]], *,
                                 subresource: str = "", precondition_rv: str | None = None, patch: bool = False,
                                 managed: bool = True) -> dict[str, Any]:
-        """Read, mutate, write guarded by the read's revision; retry on races the client did not pin."""
+        """Read, mutate, write guarded by the read's revision; retry on races the client did not pin.
+        A resourceVersion of "0" pins nothing (kube parses it as revision 0), on every verb path."""
+        if precondition_rv == "0":
+            precondition_rv = None
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         async with self._locks.hold(key):
             for attempt in range(MAX_UPDATE_RETRIES):
@@ -543,7 +546,7 @@ class GenericStore:
                 size = max(ctx.body_size, len(encoded))
                 new = await off_loop(size, mutate, orjson.loads(encoded))
                 new_rv = new.get("metadata", {}).get("resourceVersion") if isinstance(new.get("metadata"), dict) else None
-                want = precondition_rv or (new_rv if patch and new_rv != "0" else None)
+                want = precondition_rv or (new_rv if patch and new_rv != "0" else None)  # a patch may pin one too
                 if want and want != old["metadata"]["resourceVersion"]:
                     raise e.conflict(rt.group, rt.plural, name, e.OPTIMISTIC_LOCK)
                 result = await off_loop(size, self._prepare_update, rt, ctx, name, new, old, subresource, managed)
