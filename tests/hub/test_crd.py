@@ -189,3 +189,29 @@ def test_deprecated_versions_warn_as_kube_does(hub: Hub, tmp_path):
     kubectl = Kubectl(hub.kubeconfig_for(name, tmp_path))
     result = kubectl("get", "deprecatedkinds.v1beta1.example.com", "-n", "default")
     assert "Warning: example.com/v1beta1 DeprecatedKind is deprecated; use example.com/v1 DeprecatedKind" in result.err
+
+
+def test_status_sent_to_the_main_resource_is_nobodys_field(hub: Hub):
+    """With a status subresource the strategy resets status on the main resource, so neither a
+    create, an update nor a server-side apply there makes its manager own status (kube's reset
+    fields): a later status apply by the controller meets no conflict."""
+    name = "rf-" + uuid.uuid4().hex[:8]
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    doc = crd(versions=[{"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {"status": {}}}])
+    assert hub.json("POST", f"/clusters/{name}{CRDS}", doc)[0] == 201
+    base = f"/clusters/{name}/apis/example.com/v1/namespaces/default/gears"
+    applied = {**obj("g", {"a": 1}), "status": {"phase": "Made-up"}}
+    for gear, how in (("g", "apply"), ("c", "create")):
+        body = {**applied, "metadata": {"name": gear}}
+        if how == "apply":
+            code, out = hub.json("PATCH", f"{base}/{gear}?fieldManager=user", body, content_type="application/apply-patch+yaml")
+        else:
+            code, out = hub.json("POST", f"{base}?fieldManager=user", body)
+        assert code == 201, out
+        assert "status" not in out
+        user = next(m for m in out["metadata"]["managedFields"] if m["manager"] == "user")
+        assert "f:status" not in user["fieldsV1"], user
+        code, out = hub.json("PATCH", f"{base}/{gear}/status?fieldManager=controller",
+                             {"apiVersion": "example.com/v1", "kind": "Gear", "metadata": {"name": gear}, "status": {"phase": "Ready"}},
+                             content_type="application/apply-patch+yaml")
+        assert code == 200 and out["status"] == {"phase": "Ready"}, out

@@ -506,6 +506,10 @@ class GenericStore:
         if config.get("kind") and config["kind"] != rt.kind:
             raise e.bad_request(f'the API version in the data ({config.get("apiVersion")}) does not match the expected API version ({rt.api_version})'
                                 if config.get("apiVersion") != rt.api_version else f'kind {config["kind"]} does not match expected {rt.kind}')
+        if rt.strategy.status_subresource and not subresource and "status" in config:
+            # The strategy resets status on the main resource: it is not the applier's to own
+            # (kube's reset fields), as on create and update.
+            config = {k: v for k, v in config.items() if k != "status"}
         list_types = rt.list_type_at
         key = self.key(rt, ctx.cluster, ctx.namespace, name)
         cur = await self._current(rt, key)
