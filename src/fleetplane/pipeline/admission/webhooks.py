@@ -283,13 +283,14 @@ class WebhookPlugin(BasePlugin):
     operations = frozenset({CREATE, UPDATE, DELETE, CONNECT})
     kind_label = ""  # "validating" / "mutation", as kube's audit annotation keys say
     metric_type = ""  # "validate" / "admit", as kube's metrics label them
+    configuration_resource = ""  # the kind of configuration this plugin reads
     #: set once the app (and its metrics registry) exists
     metrics: WebhookMetrics | None = None
 
-    def __init__(self, cache: WatchCache, resource: str, served: ServedVersions, client: WebhookClient,
+    def __init__(self, cache: WatchCache, served: ServedVersions, client: WebhookClient,
                  resolver: ServiceResolver) -> None:
         self.cache = cache
-        self.configurations = Configurations(cache, resource, resolver)
+        self.configurations = Configurations(cache, self.configuration_resource, resolver)
         self.served = served
         self.client = client
 
@@ -425,10 +426,7 @@ class MutatingWebhooks(WebhookPlugin):
     name = "MutatingAdmissionWebhook"
     kind_label = "mutation"
     metric_type = "admit"
-
-    def __init__(self, cache: WatchCache, served: ServedVersions, client: WebhookClient,
-                 resolver: ServiceResolver) -> None:
-        super().__init__(cache, "mutatingwebhookconfigurations", served, client, resolver)
+    configuration_resource = "mutatingwebhookconfigurations"
 
     async def admit(self, req: Request) -> None:
         candidates = self._candidates(req)
@@ -519,10 +517,7 @@ class ValidatingWebhooks(WebhookPlugin):
     name = "ValidatingAdmissionWebhook"
     kind_label = "validating"
     metric_type = "validate"
-
-    def __init__(self, cache: WatchCache, served: ServedVersions, client: WebhookClient,
-                 resolver: ServiceResolver) -> None:
-        super().__init__(cache, "validatingwebhookconfigurations", served, client, resolver)
+    configuration_resource = "validatingwebhookconfigurations"
 
     async def validate(self, req: Request) -> list[FieldError]:
         candidates = self._candidates(req)
