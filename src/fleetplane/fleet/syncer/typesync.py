@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from ...apimachinery.validation import crd_name
 from ...kube.client import MERGE_PATCH, ApiError
-from ...registry.crd import crd_name
 from . import constants as C
 from .discovery import ApiResource, Discovery, discover, parse_resource
 from .host import SyncerHost
