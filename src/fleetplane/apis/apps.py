@@ -1,8 +1,11 @@
-"""The apps group (``apps/v1``) as a simulated physical cluster serves it: Deployments and
-ReplicaSets with kube's defaulting (``pkg/apis/apps/v1/defaults.go``: replicas 1, RollingUpdate
-25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600) and validation (selector required,
-non-empty, matching the template's labels and immutable; replicas >= 0), generation on spec
-change (Deployments also on annotation changes, as kube), status and scale subresources.
+"""The apps group (``apps/v1``) as a simulated physical cluster serves it: Deployments,
+ReplicaSets, DaemonSets and StatefulSets with kube's defaulting (``pkg/apis/apps/v1/defaults.go``:
+replicas 1, RollingUpdate 25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600; DaemonSet
+RollingUpdate maxUnavailable 1 / maxSurge 0; StatefulSet OrderedReady, partition 0, PVC retention
+Retain/Retain) and validation (selector required, non-empty, matching the template's labels and
+immutable; replicas >= 0; the StatefulSet spec immutable but for kube's list of fields), generation
+on spec change (Deployments also on annotation changes, as kube), status and scale subresources
+(DaemonSets have no scale).
 """
 
 from __future__ import annotations
@@ -14,14 +17,19 @@ from ..apimachinery.errors import FieldError
 from ..apimachinery.gofmt import go_label_selector
 from ..apimachinery.intstr import PERCENT
 from ..apimachinery.labels import format_label_selector
-from ..apimachinery.validation import validate_label_selector
+from ..apimachinery.validation import dns1123_label_error, validate_label_selector
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import META_FIELDS, ResourceType, ScaleSpec, Strategy
 from ..registry.validation import validate_object_meta
 from .core.podspec import canonicalize_resources, default_template, validate_template
+from .core.pvc import default_claim, validate_claim_spec
 
 POD_TEMPLATE_HASH = "pod-template-hash"
+#: DaemonSet and StatefulSet pods: the name of the revision (``<owner>-<hash>``) they were made from
+CONTROLLER_REVISION_HASH = "controller-revision-hash"
+#: apps/v1 keeps the internal DaemonSet's templateGeneration in this annotation
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 #: where a Scale's ``status.selector`` comes from. ``None`` until the scale handler renders a
 #: metav1.LabelSelector object in its string form (``str(LabelSelector)``); then ".spec.selector".
@@ -200,6 +208,189 @@ class ReplicaSetStrategy(_WorkloadStrategy):
         return self._validate_common(obj)
 
 
+def _template_spec(spec: dict) -> dict:
+    t = spec.get("template")
+    ts = t.get("spec") if isinstance(t, dict) else None
+    return ts if isinstance(ts, dict) else {}
+
+
+class DaemonSetStrategy(_WorkloadStrategy):
+    """apps/v1 DaemonSet: ``SetDefaults_DaemonSet``, ``ValidateDaemonSetSpec``; the template
+    generation (kept in the ``deprecated.daemonset.template.generation`` annotation, as apps/v1's
+    conversion does) counts template changes."""
+
+    kind = "DaemonSet"
+
+    def default(self, obj: dict) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        strategy = spec.get("updateStrategy")
+        if not isinstance(strategy, dict):
+            strategy = spec["updateStrategy"] = {}
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.get("rollingUpdate")
+            if not isinstance(ru, dict):
+                ru = strategy["rollingUpdate"] = {}
+            ru.setdefault("maxUnavailable", 1)
+            ru.setdefault("maxSurge", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+        default_template(spec.get("template"))
+
+    def prepare_for_create(self, obj: dict) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}
+        obj.setdefault("metadata", {}).setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
+
+    def prepare_for_update(self, obj: dict, old: dict) -> None:
+        super().prepare_for_update(obj, old)
+        old_gen = ((old.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION, "1")
+        try:
+            gen = int(old_gen)
+        except ValueError:
+            gen = 1
+        if (obj.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            gen += 1
+        annotations = obj.setdefault("metadata", {}).get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = obj["metadata"]["annotations"] = {}
+        annotations[TEMPLATE_GENERATION] = str(gen)
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        errs = self._validate_common(obj)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return errs
+        ads = _template_spec(spec).get("activeDeadlineSeconds")
+        if ads is not None:
+            errs.append(e.invalid("spec.template.spec.activeDeadlineSeconds", ads, "activeDeadlineSeconds in DaemonSet is not Supported"))
+        strategy = spec.get("updateStrategy") or {}
+        stype = strategy.get("type")
+        if stype == "RollingUpdate":
+            ru = strategy.get("rollingUpdate")
+            if not isinstance(ru, dict):
+                errs.append(e.required("spec.updateStrategy.rollingUpdate"))
+            else:
+                p = "spec.updateStrategy.rollingUpdate"
+                mu, ms = ru.get("maxUnavailable", 0), ru.get("maxSurge", 0)
+                errs += _validate_int_or_percent(mu, f"{p}.maxUnavailable")
+                errs += _validate_int_or_percent(ms, f"{p}.maxSurge")
+                if not _is_zero(mu) and not _is_zero(ms):
+                    errs.append(e.invalid(f"{p}.maxSurge", ms, "may not be set when maxUnavailable is non-zero"))
+                elif _is_zero(mu) and _is_zero(ms):
+                    errs.append(e.required(f"{p}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+        elif stype != "OnDelete":
+            errs.append(e.not_supported("spec.updateStrategy", stype, ["RollingUpdate", "OnDelete"]))
+        errs += _non_negative(obj, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        return errs
+
+
+#: ``ValidateStatefulSetUpdate``: what an update may change (kube 1.32's list)
+STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
+_RETENTION = ["Retain", "Delete"]
+
+
+class StatefulSetStrategy(_WorkloadStrategy):
+    """apps/v1 StatefulSet: ``SetDefaults_StatefulSet`` (claim templates defaulted as claims),
+    ``ValidateStatefulSetSpec`` and its update rule (only kube's mutable fields change)."""
+
+    kind = "StatefulSet"
+
+    def default(self, obj: dict) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        strategy = spec.get("updateStrategy")
+        if not isinstance(strategy, dict):
+            strategy = spec["updateStrategy"] = {}
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            if not isinstance(strategy.get("rollingUpdate"), dict):
+                strategy["rollingUpdate"] = {}
+        if strategy["type"] == "RollingUpdate" and isinstance(strategy.get("rollingUpdate"), dict):
+            strategy["rollingUpdate"].setdefault("partition", 0)
+        policy = spec.get("persistentVolumeClaimRetentionPolicy")
+        if not isinstance(policy, dict):
+            policy = spec["persistentVolumeClaimRetentionPolicy"] = {}
+        policy.setdefault("whenDeleted", "Retain")
+        policy.setdefault("whenScaled", "Retain")
+        spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        default_template(spec.get("template"))
+        for claim in spec.get("volumeClaimTemplates") or []:
+            if isinstance(claim, dict):
+                claim.setdefault("apiVersion", "v1")
+                claim.setdefault("kind", "PersistentVolumeClaim")
+                default_claim(claim)
+
+    def prepare_for_create(self, obj: dict) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"replicas": 0, "availableReplicas": 0}  # neither has omitempty
+
+    def validate(self, obj: dict) -> list[FieldError]:
+        errs = self._validate_common(obj)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return errs
+        pmp = spec.get("podManagementPolicy")
+        if not pmp:
+            errs.append(e.required("spec.podManagementPolicy"))
+        elif pmp not in ("OrderedReady", "Parallel"):
+            errs.append(e.invalid("spec.podManagementPolicy", pmp, "must be 'OrderedReady' or 'Parallel'"))
+        strategy = spec.get("updateStrategy") or {}
+        stype = strategy.get("type")
+        if not stype:
+            errs.append(e.required("spec.updateStrategy"))
+        elif stype == "OnDelete":
+            if strategy.get("rollingUpdate") is not None:
+                errs.append(e.invalid("spec.updateStrategy.rollingUpdate", strategy.get("rollingUpdate"),
+                                      "only allowed for updateStrategy 'RollingUpdate'"))
+        elif stype == "RollingUpdate":
+            ru = strategy.get("rollingUpdate")
+            if isinstance(ru, dict):
+                errs += _non_negative(obj, "spec.updateStrategy.rollingUpdate.partition", ru.get("partition"))
+        else:
+            errs.append(e.invalid("spec.updateStrategy", strategy, "must be 'RollingUpdate' or 'OnDelete'"))
+        policy = spec.get("persistentVolumeClaimRetentionPolicy") or {}
+        for f in ("whenDeleted", "whenScaled"):
+            if policy.get(f) not in _RETENTION:
+                errs.append(e.not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{f}", policy.get(f), _RETENTION))
+        ordinals = spec.get("ordinals")
+        if isinstance(ordinals, dict):
+            errs += _non_negative(obj, "spec.ordinals.start", ordinals.get("start"))
+        service = spec.get("serviceName")
+        if service and (not isinstance(service, str) or dns1123_label_error(service)):
+            # it becomes the pods' spec.subdomain, a DNS-1123 label
+            errs.append(e.invalid("spec.serviceName", service, dns1123_label_error(str(service)) or "must be a string"))
+        ads = _template_spec(spec).get("activeDeadlineSeconds")
+        if ads is not None:
+            errs.append(e.invalid("spec.template.spec.activeDeadlineSeconds", ads, "must not be specified"))
+        names: set[str] = set()
+        for i, claim in enumerate(spec.get("volumeClaimTemplates") or []):
+            p = f"spec.volumeClaimTemplates[{i}]"
+            cname = ((claim.get("metadata") or {}) if isinstance(claim, dict) else {}).get("name")
+            if not cname:
+                errs.append(e.required(f"{p}.metadata.name"))
+            elif cname in names:
+                errs.append(e.duplicate(f"{p}.metadata.name", cname))
+            else:
+                names.add(cname)
+            errs += validate_claim_spec((claim or {}).get("spec") if isinstance(claim, dict) else None, f"{p}.spec")
+        errs += _non_negative(obj, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        return errs
+
+    def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
+        errs = self.validate(obj)
+        new_spec, old_spec = obj.get("spec") or {}, old.get("spec") or {}
+        if {k: v for k, v in new_spec.items() if k not in STATEFULSET_MUTABLE} != \
+                {k: v for k, v in old_spec.items() if k not in STATEFULSET_MUTABLE}:
+            errs.append(e.forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+                                            "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+        return errs
+
+
 REPLICASET_FIELDS = dict(META_FIELDS) | {"status.replicas": lambda o: str(((o.get("status") or {}).get("replicas")) or 0)}
 
 
@@ -234,6 +425,29 @@ def _replicaset_cells(o: dict, clock: Clock) -> list:
             _selector(spec.get("selector"))]
 
 
+def format_labels(labels: Any) -> str:
+    """labels.FormatLabels: ``k=v`` sorted by key, ``<none>`` for none."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _daemonset_cells(o: dict, clock: Clock) -> list:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers_cells(pr.get(spec, "template", "spec", "containers"))
+    return [pr.meta(o).get("name"), pr.integer(status.get("desiredNumberScheduled")), pr.integer(status.get("currentNumberScheduled")),
+            pr.integer(status.get("numberReady")), pr.integer(status.get("updatedNumberScheduled")),
+            pr.integer(status.get("numberAvailable")), format_labels(pr.get(spec, "template", "spec", "nodeSelector")),
+            clock.since(pr.meta(o).get("creationTimestamp")), names, images, _selector(spec.get("selector"))]
+
+
+def _statefulset_cells(o: dict, clock: Clock) -> list:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    names, images = _containers_cells(pr.get(spec, "template", "spec", "containers"))
+    return [pr.meta(o).get("name"), f"{pr.integer(status.get('readyReplicas'))}/{pr.integer(spec.get('replicas'), 1)}",
+            clock.since(pr.meta(o).get("creationTimestamp")), names, images]
+
+
 def resource_types() -> list[ResourceType]:
     return [
         ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, DeploymentStrategy(),
@@ -261,4 +475,27 @@ def resource_types() -> list[ResourceType]:
                          Column("Selector", priority=1, description=(APPS + "ReplicaSetSpec", "selector")),
                      ), _replicaset_cells),
                      openapi_definition=APPS + "ReplicaSet", protobuf="k8s.io.api.apps.v1.ReplicaSet"),
+        ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, DaemonSetStrategy(),
+                     short_names=("ds",), categories=("all",), subresources=("status",),
+                     printer=Printer((
+                         NAME,
+                         Column("Desired", "integer", description=(APPS + "DaemonSetStatus", "desiredNumberScheduled")),
+                         Column("Current", "integer", description=(APPS + "DaemonSetStatus", "currentNumberScheduled")),
+                         Column("Ready", "integer", description=(APPS + "DaemonSetStatus", "numberReady")),
+                         Column("Up-to-date", "integer", description=(APPS + "DaemonSetStatus", "updatedNumberScheduled")),
+                         Column("Available", "integer", description=(APPS + "DaemonSetStatus", "numberAvailable")),
+                         Column("Node Selector", description=("io.k8s.api.core.v1.PodSpec", "nodeSelector")),
+                         AGE, CONTAINERS, IMAGES,
+                         Column("Selector", priority=1, description=(APPS + "DaemonSetSpec", "selector")),
+                     ), _daemonset_cells),
+                     openapi_definition=APPS + "DaemonSet", protobuf="k8s.io.api.apps.v1.DaemonSet"),
+        ResourceType("apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, StatefulSetStrategy(),
+                     short_names=("sts",), categories=("all",), subresources=("status", "scale"),
+                     scale=ScaleSpec(".spec.replicas", ".status.replicas", SCALE_SELECTOR_PATH),
+                     printer=Printer((
+                         NAME,
+                         Column("Ready", description="Number of the pod with ready state"),
+                         AGE, CONTAINERS, IMAGES,
+                     ), _statefulset_cells),
+                     openapi_definition=APPS + "StatefulSet", protobuf="k8s.io.api.apps.v1.StatefulSet"),
     ]
