@@ -25,10 +25,18 @@ _SHORT_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMa
 
 
 def default_claim(claim: Any) -> None:
-    """``SetDefaults_PersistentVolumeClaimSpec``: a claim (or claim template) is a Filesystem."""
-    spec = claim.get("spec") if isinstance(claim, dict) else None
+    """``SetDefaults_PersistentVolumeClaim(Spec)``: a claim (or claim template) is a Filesystem,
+    Pending until bound."""
+    if not isinstance(claim, dict):
+        return
+    spec = claim.get("spec")
     if isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
+    status = claim.get("status")
+    if status is None:
+        status = claim["status"] = {}
+    if isinstance(status, dict) and not status.get("phase"):
+        status["phase"] = "Pending"
 
 
 def validate_claim_spec(spec: Any, path: str) -> list[FieldError]:
