@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from datetime import datetime
 
 from ..harness import Kubectl, wait_for
 from .conftest import Sim
@@ -67,12 +68,16 @@ def _track(sim: Sim, ns: str, app: str, done: Callable[[dict], bool], count: int
     return order
 
 
+def _stamp(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
 def _ready_since(pod: dict) -> str:
     return next(c["lastTransitionTime"] for c in pod["status"]["conditions"] if c["type"] == "Ready")
 
 
 def test_ordered_pods_claims_scale_and_rolling_update(sim: Sim, ns: str, kubectl: Kubectl):
-    kubectl("apply", "-f", "-", stdin=_statefulset("web"))
+    kubectl("apply", "-f", "-", stdin=_statefulset("web", extra="  minReadySeconds: 1\n"))
     out = kubectl("rollout", "status", "statefulset/web", "--timeout=90s").out
     assert "partitioned roll out complete: 3 new pods have been updated..." in out
     rows = _rows(kubectl("get", "statefulsets").out)
@@ -90,16 +95,18 @@ def test_ordered_pods_claims_scale_and_rolling_update(sim: Sim, ns: str, kubectl
         assert labels["controller-revision-hash"] == sts["status"]["updateRevision"]
         assert p["spec"]["hostname"] == f"web-{i}" and p["spec"]["subdomain"] == "web-svc"
         assert {"name": "data", "persistentVolumeClaim": {"claimName": f"data-web-{i}"}} in p["spec"]["volumes"]
-    # OrderedReady: each pod was created once the one before it was Ready
+    # OrderedReady: each pod was created once the one before it was available (Ready for minReadySeconds)
     assert _events(kubectl, "web", "create") == ["web-0", "web-1", "web-2"]
     for i in (1, 2):
-        assert _ready_since(pods[f"web-{i - 1}"]) <= pods[f"web-{i}"]["metadata"]["creationTimestamp"]
+        assert _stamp(_ready_since(pods[f"web-{i - 1}"])) + 1 <= _stamp(pods[f"web-{i}"]["metadata"]["creationTimestamp"])
     assert sts["spec"]["podManagementPolicy"] == "OrderedReady"
     assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
     assert sts["spec"]["revisionHistoryLimit"] == 10
     assert sts["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"] == "Filesystem"
-    st = sts["status"]
+    # rollout status waits for Ready pods; availableReplicas follows minReadySeconds later
+    st = wait_for(lambda: (s := kubectl.get_json("sts", "web")["status"]) and s["availableReplicas"] == 3 and s, 30,
+                  what="3 available replicas")
     assert (st["replicas"], st["readyReplicas"], st["currentReplicas"], st["updatedReplicas"], st["availableReplicas"],
             st["observedGeneration"]) == (3, 3, 3, 3, 3, 1)
     assert st["currentRevision"] == st["updateRevision"] and st["updateRevision"].startswith("web-")

@@ -12,8 +12,8 @@ As kube's ``updateStatefulSet``, one sync walks: the pods in range in ascending 
 missing, recreate the failed), then the pods out of range from the highest ordinal (delete),
 then, for ``RollingUpdate``, the outdated pods from the highest ordinal down to the partition
 (delete one; it is recreated at the update revision). ``OrderedReady`` stops at the first action
-and at the first pod that is not Running and Ready (or is terminating), so pods come up one at a
-time in order and go (scale down, update) one at a time from the highest; ``Parallel`` creates
+and at the first pod that is not Running and available (Ready for ``minReadySeconds``) or is
+terminating, so pods come up one at a time in order and go (scale down, update) one at a time from the highest; ``Parallel`` creates
 and deletes without waiting (updates still go one at a time). Claims are kept when a pod goes
 (``persistentVolumeClaimRetentionPolicy`` Retain); ``whenScaled: Delete`` hands a scaled-down
 pod's claims to the pod (owner reference) and ``whenDeleted: Delete`` to the StatefulSet, so the
@@ -83,6 +83,11 @@ def terminating(pod: dict) -> bool:
 
 def running_and_ready(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and pod_is_ready(pod)
+
+
+def running_and_available(pod: dict, min_ready: int) -> bool:
+    """isRunningAndAvailable: what an OrderedReady set waits for before the next pod."""
+    return running_and_ready(pod) and pod_is_available(pod, min_ready, time.time())
 
 
 def new_pod(sts: dict, ordinal: int, revision: str) -> dict:
@@ -169,6 +174,7 @@ class StatefulSetController:
         """One pass of updateStatefulSet; returns at the first action (or wait) when monotonic."""
         spec = sts.get("spec") or {}
         monotonic = spec.get("podManagementPolicy") != "Parallel"
+        min_ready = int(spec.get("minReadySeconds") or 0)
         start = int((spec.get("ordinals") or {}).get("start") or 0)
         ordinals = range(start, start + int(spec.get("replicas", 1) or 0))
         for o in ordinals:
@@ -185,7 +191,7 @@ class StatefulSetController:
                     return
                 continue
             await self._ensure_claims(sts, o)
-            if monotonic and (terminating(pod) or not running_and_ready(pod)):
+            if monotonic and (terminating(pod) or not running_and_available(pod, min_ready)):
                 return
         for o in sorted((o for o in pods if o not in ordinals), reverse=True):
             pod = pods[o]
