@@ -55,11 +55,15 @@ def test_daemonset_validation():
     assert _errors(s, _obj(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "120%"}})) == [
         'spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "120%": must not be greater than 100%']
     obj = _obj()
-    del obj["spec"]["selector"]
-    assert "spec.selector: Required value" in _errors(s, obj)
+    del obj["spec"]["selector"]  # no selector selects nothing
+    assert _errors(s, obj) == ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"a"}: '
+                               '`selector` does not match template `labels`']
     obj = _obj()
     obj["spec"]["template"]["spec"]["activeDeadlineSeconds"] = 5
-    assert _errors(s, obj) == ["spec.template.spec.activeDeadlineSeconds: Invalid value: 5: activeDeadlineSeconds in DaemonSet is not Supported"]
+    assert _errors(s, obj) == ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported"]
+    obj = _obj()
+    obj["spec"]["template"]["spec"]["containers"] = []
+    assert _errors(s, obj) == ["spec.template.spec.containers: Required value"]
     old = _obj()
     s.default(old)
     new = _obj(selector={"matchLabels": {"app": "a", "x": "y"}})
@@ -98,11 +102,20 @@ def test_statefulset_validation():
         "spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0"]
     assert _errors(s, _obj(persistentVolumeClaimRetentionPolicy={"whenScaled": "Keep"})) == [
         'spec.persistentVolumeClaimRetentionPolicy.whenScaled: Unsupported value: "Keep": supported values: "Retain", "Delete"']
-    assert _errors(s, _obj(serviceName="Web_1"))[0].startswith('spec.serviceName: Invalid value: "Web_1": a lowercase RFC 1123 label')
-    assert _errors(s, _obj(volumeClaimTemplates=[{"metadata": {}, "spec": {"accessModes": ["ReadWriteMany"],
-                                                                            "resources": {"requests": {"storage": "0"}}}}])) == [
-        "spec.volumeClaimTemplates[0].metadata.name: Required value",
-        'spec.volumeClaimTemplates[0].spec.resources[storage]: Invalid value: "0": must be greater than zero']
+    obj = _obj()
+    obj["metadata"]["name"] = "web.a"
+    assert _errors(s, obj)[0].startswith('metadata.name: Invalid value: "web.a": a lowercase RFC 1123 label')
+    obj = _obj()
+    obj["spec"]["template"]["spec"]["activeDeadlineSeconds"] = 5
+    assert _errors(s, obj) == ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in StatefulSet is not Supported"]
+    obj = _obj()
+    obj["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    assert _errors(s, obj) == ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']
+    # as kube, neither the pod spec nor the claim templates nor the service name are checked here:
+    # the controller's pod and claim creations report them (FailedCreate Events)
+    obj = _obj(serviceName="Web_1", volumeClaimTemplates=[{"metadata": {"name": "d"}, "spec": {}}])
+    obj["spec"]["template"]["spec"]["containers"] = []
+    assert _errors(s, obj) == []
     old = _obj()
     s.default(old)
     scaled = copy.deepcopy(old)

@@ -14,16 +14,21 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from ..apimachinery.gofmt import go_label_selector
+from ..apimachinery.gofmt import go_label_selector, go_string_map
 from ..apimachinery.intstr import PERCENT
-from ..apimachinery.labels import format_label_selector
-from ..apimachinery.validation import dns1123_label_error, validate_label_selector
+from ..apimachinery.labels import format_label_selector, selector_matches
+from ..apimachinery.validation import (
+    dns1123_label_error,
+    dns1123_subdomain_error,
+    validate_label_selector,
+    validate_labels,
+)
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import META_FIELDS, ResourceType, ScaleSpec, Strategy
 from ..registry.validation import validate_object_meta
 from .core.podspec import canonicalize_resources, default_template, validate_template
-from .core.pvc import default_claim, validate_claim_spec
+from .core.pvc import default_claim
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 #: DaemonSet and StatefulSet pods: the name of the revision (``<owner>-<hash>``) they were made from
@@ -94,21 +99,34 @@ class _WorkloadStrategy(Strategy):
         return obj.get("spec") != old.get("spec")
 
     def _validate_common(self, obj: dict, *, selector_required: bool = True) -> list[FieldError]:
-        errs = validate_object_meta(obj, namespaced=True)
+        """Meta, counts, the selector and the template. Without ``selector_required`` (DaemonSets) a
+        missing selector selects nothing, so kube reports that it does not match the template."""
+        errs = validate_object_meta(obj, namespaced=True, name_error=self.name_error)
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return errs + [e.required("spec")]
         errs += _non_negative(obj, "spec.replicas", spec.get("replicas"))
         errs += _non_negative(obj, "spec.minReadySeconds", spec.get("minReadySeconds"))
         sel = spec.get("selector")
-        if sel is None:
+        if sel is None and not selector_required:
+            labels = pr.get(spec, "template", "metadata", "labels")
+            errs.append(e.invalid_literal("spec.template.metadata.labels", go_string_map(labels),
+                                          "`selector` does not match template `labels`"))
+        elif sel is None:
             errs.append(e.required("spec.selector"))
         else:
             errs += validate_label_selector(sel, "spec.selector")
             if isinstance(sel, dict) and not sel.get("matchLabels") and not sel.get("matchExpressions"):
                 errs.append(e.invalid_literal("spec.selector", go_label_selector(sel), f"empty selector is invalid for {self.kind.lower()}"))
-        errs += validate_template(spec.get("template"), "spec.template", sel)
+        errs += self.validate_template(spec.get("template"), "spec.template", sel)
         return errs
+
+    def validate_template(self, template: Any, path: str, selector: Any) -> list[FieldError]:
+        return validate_template(template, path, selector)
+
+    @staticmethod
+    def name_error(name: str) -> str | None:
+        return dns1123_subdomain_error(name)
 
     def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
         errs = self.validate(obj)
@@ -258,13 +276,12 @@ class DaemonSetStrategy(_WorkloadStrategy):
         annotations[TEMPLATE_GENERATION] = str(gen)
 
     def validate(self, obj: dict) -> list[FieldError]:
-        errs = self._validate_common(obj)
+        errs = self._validate_common(obj, selector_required=False)
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return errs
-        ads = _template_spec(spec).get("activeDeadlineSeconds")
-        if ads is not None:
-            errs.append(e.invalid("spec.template.spec.activeDeadlineSeconds", ads, "activeDeadlineSeconds in DaemonSet is not Supported"))
+        if _template_spec(spec).get("activeDeadlineSeconds") is not None:
+            errs.append(e.forbidden("spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in DaemonSet is not Supported"))
         strategy = spec.get("updateStrategy") or {}
         stype = strategy.get("type")
         if stype == "RollingUpdate":
@@ -293,9 +310,30 @@ _RETENTION = ["Retain", "Delete"]
 
 class StatefulSetStrategy(_WorkloadStrategy):
     """apps/v1 StatefulSet: ``SetDefaults_StatefulSet`` (claim templates defaulted as claims),
-    ``ValidateStatefulSetSpec`` and its update rule (only kube's mutable fields change)."""
+    ``ValidateStatefulSetSpec`` and its update rule (only kube's mutable fields change). As kube,
+    the name is a DNS-1123 label and neither the pod template's spec (but its restartPolicy), the
+    ``serviceName`` nor the claim templates are validated here: what is wrong with them shows when
+    the controller creates a pod or a claim (a FailedCreate Event)."""
 
     kind = "StatefulSet"
+
+    @staticmethod
+    def name_error(name: str) -> str | None:
+        return dns1123_label_error(name)
+
+    def validate_template(self, template: Any, path: str, selector: Any) -> list[FieldError]:
+        """ValidatePodTemplateSpecForStatefulSet: labels and the selector only; restartPolicy Always."""
+        if not isinstance(template, dict):
+            return [e.required(path)]
+        labels = pr.get(template, "metadata", "labels")
+        errs = validate_labels(labels, f"{path}.labels")
+        if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")) \
+                and not selector_matches(selector, labels if isinstance(labels, dict) else {}):
+            errs.append(e.invalid_literal(f"{path}.metadata.labels", go_string_map(labels), "`selector` does not match template `labels`"))
+        rp = pr.get(template, "spec", "restartPolicy")
+        if rp != "Always":
+            errs.append(e.not_supported(f"{path}.spec.restartPolicy", rp if rp is not None else "", ["Always"]))
+        return errs
 
     def default(self, obj: dict) -> None:
         spec = obj.get("spec")
@@ -360,25 +398,8 @@ class StatefulSetStrategy(_WorkloadStrategy):
         ordinals = spec.get("ordinals")
         if isinstance(ordinals, dict):
             errs += _non_negative(obj, "spec.ordinals.start", ordinals.get("start"))
-        service = spec.get("serviceName")
-        if service and (not isinstance(service, str) or dns1123_label_error(service)):
-            # it becomes the pods' spec.subdomain, a DNS-1123 label
-            errs.append(e.invalid("spec.serviceName", service, dns1123_label_error(str(service)) or "must be a string"))
-        ads = _template_spec(spec).get("activeDeadlineSeconds")
-        if ads is not None:
-            errs.append(e.invalid("spec.template.spec.activeDeadlineSeconds", ads, "must not be specified"))
-        names: set[str] = set()
-        for i, claim in enumerate(spec.get("volumeClaimTemplates") or []):
-            p = f"spec.volumeClaimTemplates[{i}]"
-            cname = ((claim.get("metadata") or {}) if isinstance(claim, dict) else {}).get("name")
-            if not cname:
-                errs.append(e.required(f"{p}.metadata.name"))
-            elif cname in names:
-                errs.append(e.duplicate(f"{p}.metadata.name", cname))
-            else:
-                names.add(cname)
-            errs += validate_claim_spec((claim or {}).get("spec") if isinstance(claim, dict) else None, f"{p}.spec")
-        errs += _non_negative(obj, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        if _template_spec(spec).get("activeDeadlineSeconds") is not None:
+            errs.append(e.forbidden("spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in StatefulSet is not Supported"))
         return errs
 
     def validate_update(self, obj: dict, old: dict) -> list[FieldError]:

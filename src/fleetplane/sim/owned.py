@@ -61,13 +61,15 @@ class PodWriter:
     """Create and delete an owner's pods, with the Events kube's workload controllers record."""
 
     def __init__(self, kube: Client, recorder: EventRecorder, component: str, *,
-                 created: str = "Created pod: {pod}", deleted: str = "Deleted pod: {pod}") -> None:
+                 created: str = "Created pod: {pod}", deleted: str = "Deleted pod: {pod}",
+                 failed: str = "Error creating: {error}") -> None:
         self.kube = kube
         self.recorder = recorder
         self.component = component
-        #: the Events' messages, formatted with ``pod`` and ``owner`` (the names)
+        #: the Events' messages, formatted with ``pod`` and ``owner`` (the names) and ``error``
         self.created = created
         self.deleted = deleted
+        self.failed = failed
 
     async def create(self, owner: dict, pod: dict) -> dict | None:
         """The created pod, or None when it could not be (a Warning Event says why)."""
@@ -76,7 +78,9 @@ class PodWriter:
         except ApiError as err:
             if err.status == 409 or err.has_cause("NamespaceTerminating"):
                 return None
-            self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {err.message}", component=self.component)
+            message = self.failed.format(pod=meta(pod).get("name") or meta(pod).get("generateName") or "",
+                                         owner=meta(owner).get("name"), error=err.message)
+            self.recorder.event(owner, "Warning", "FailedCreate", message, component=self.component)
             return None
         self.recorder.event(owner, "Normal", "SuccessfulCreate",
                             self.created.format(pod=meta(created).get("name"), owner=meta(owner).get("name")),

@@ -149,7 +149,8 @@ class StatefulSetController:
         self.workers = workers
         self.queue = WorkQueue("statefulset", base=0.005, cap=60.0)
         self.writer = PodWriter(kube, recorder, COMPONENT, created="create Pod {pod} in StatefulSet {owner} successful",
-                                deleted="delete Pod {pod} in StatefulSet {owner} successful")
+                                deleted="delete Pod {pod} in StatefulSet {owner} successful",
+                                failed="create Pod {pod} in StatefulSet {owner} failed error: {error}")
         statefulsets.add_handler(_Enqueue(self))
         pods.add_handler(OwnedPods("StatefulSet", statefulsets, self.queue.add))
 
