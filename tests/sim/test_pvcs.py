@@ -1,5 +1,6 @@
 """PersistentVolumeClaims on a simulated cluster, driven with kubectl: bound by the toy provisioner
-(``pvc-<uid>``, capacity = request), kube 1.32's columns, validation, resizing, deletion."""
+(``pvc-<uid>``, capacity = request), kube 1.32's columns, validation, resizing, deletion (held by the
+pvc-protection finalizer while a pod uses the claim)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,26 @@ def test_claim_is_bound_and_printed(kubectl: Kubectl, ns: str):
 
     kubectl("delete", "pvc", "data")
     assert kubectl("get", "pvc", "-o", "name").out.strip() == ""
+
+
+def test_a_claim_in_use_waits_for_its_pod(kubectl: Kubectl):
+    kubectl("apply", "-f", "-", stdin=_claim("used"))
+    assert _bound(kubectl, "used")["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    kubectl("apply", "-f", "-", stdin=textwrap.dedent("""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: user}
+        spec:
+          containers: [{name: c, image: busybox, volumeMounts: [{name: v, mountPath: /v}]}]
+          volumes: [{name: v, persistentVolumeClaim: {claimName: used}}]
+        """))
+    kubectl("wait", "--for=condition=Ready", "pod/user", "--timeout=30s")
+    kubectl("delete", "pvc", "used", "--wait=false")
+    assert kubectl("get", "pvc", "used").out.splitlines()[1].split()[:2] == ["used", "Terminating"]
+    assert kubectl.get_json("pvc", "used")["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    assert "Used By:       user" in kubectl("describe", "pvc", "used").out
+    kubectl("delete", "pod", "user")
+    wait_for(lambda: kubectl("get", "pvc", "-o", "name").out.strip() == "", 30, what="the claim to go with its last user")
 
 
 def test_validation(kubectl: Kubectl):

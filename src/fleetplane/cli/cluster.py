@@ -90,10 +90,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "the template's node selector and affinity and tolerating its taints (bound through node "
                     "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
                     "controller creates pods <name>-<ordinal> from spec.ordinals.start in order (OrderedReady: "
-                    "each Ready before the next; or Parallel), scales down and rolls updates from the highest "
+                    "each Ready for minReadySeconds before the next; or Parallel), scales down and rolls updates from the highest "
                     "ordinal, and creates claims <template>-<name>-<ordinal> from volumeClaimTemplates, kept or "
                     "deleted per the retention policy; a toy provisioner binds every PersistentVolumeClaim at once "
-                    "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects). It "
+                    "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects) and holds a deleted "
+                    "claim (pvc-protection finalizer) while a pod uses it. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")

@@ -133,7 +133,7 @@ class SimulatedCluster:
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
         self.daemonset = DaemonSetController(kcm, self.daemonsets, self.pods, self.nodes, self.recorder)
         self.statefulset = StatefulSetController(kcm, self.statefulsets, self.pods, self.claims, self.recorder)
-        self.volumes = VolumeProvisioner(kcm, self.claims, self.recorder)
+        self.volumes = VolumeProvisioner(kcm, self.claims, self.pods, self.recorder)
         self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
                           self.claims]
 

@@ -2,7 +2,8 @@
 (``volumeMode: Filesystem``), ``ValidatePersistentVolumeClaimSpec`` (access modes and a positive
 storage request required), the update rule (spec immutable but for the storage request and a
 volumeName set once), quantities stored canonically, the status subresource and kube 1.32's
-printer. StatefulSets' ``volumeClaimTemplates`` are defaulted and validated with the same functions.
+printer, and the ``kubernetes.io/pvc-protection`` finalizer on create. StatefulSets'
+``volumeClaimTemplates`` are defaulted with the same function.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ...registry.printers import AGE, NAME, Clock, Column, Printer
 from ...registry.types import ResourceType
 from .base import DEFINITIONS, PROTOBUF, CoreStrategy
 
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
 VOLUME_MODES = ["Block", "Filesystem"]
 #: GetAccessModesAsString's order and short forms
@@ -97,8 +99,15 @@ class PersistentVolumeClaimStrategy(CoreStrategy):
                         f'PersistentVolumeClaim in version "v1" cannot be handled as a PersistentVolumeClaim: {exc}') from None
 
     def prepare_for_create(self, obj: dict) -> None:
+        """Pending until bound; the ``kubernetes.io/pvc-protection`` finalizer kube's
+        StorageObjectInUseProtection admission adds (the simulated provisioner removes it once no
+        pod uses the claim)."""
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending"}
+        meta = obj.setdefault("metadata", {})
+        finalizers = meta.get("finalizers") if isinstance(meta.get("finalizers"), list) else []
+        if PVC_PROTECTION not in finalizers:
+            meta["finalizers"] = [*finalizers, PVC_PROTECTION]
 
     def prepare_for_status_update(self, obj: dict, old: dict) -> dict:
         new = dict(obj)
