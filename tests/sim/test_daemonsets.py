@@ -123,3 +123,21 @@ def test_validation(kubectl: Kubectl):
     err = kubectl.fail("patch", "ds", "fixed", "--type=merge", "-p",
                        '{"spec":{"selector":{"matchLabels":{"app":"other"}},"template":{"metadata":{"labels":{"app":"other"}}}}}').err
     assert "spec.selector: Invalid value:" in err and "field is immutable" in err
+
+
+def test_surge_update_starts_the_new_pod_first(kubectl: Kubectl):
+    surge = "  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n"
+    kubectl("apply", "-f", "-", stdin=_daemonset("surge") + surge)
+    kubectl("rollout", "status", "daemonset/surge", "--timeout=60s")
+    old = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in _pods(kubectl, "surge")}
+    kubectl("set", "image", "daemonset/surge", "agent=nginx:1.26")
+    assert 'daemon set "surge" successfully rolled out' in kubectl("rollout", "status", "daemonset/surge", "--timeout=60s").out
+    new = wait_for(lambda: (ps := {p["metadata"]["name"]: p["spec"]["nodeName"] for p in _pods(kubectl, "surge")})
+                   and not set(ps) & set(old) and ps, 30, what="the old pods gone")
+    assert sorted(new.values()) == sorted(old.values())
+    events = kubectl.get_json("events", "--field-selector", "involvedObject.name=surge")["items"]
+    created = {e["message"].split(": ")[1]: int(e["metadata"]["resourceVersion"]) for e in events if e["reason"] == "SuccessfulCreate"}
+    deleted = {e["message"].split(": ")[1]: int(e["metadata"]["resourceVersion"]) for e in events if e["reason"] == "SuccessfulDelete"}
+    for pod, node in new.items():  # on each node the new pod was created before the old one was deleted
+        (was,) = [p for p, n in old.items() if n == node]
+        assert created[pod] < deleted[was], (pod, was, created, deleted)
