@@ -2,8 +2,9 @@
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
 --node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--insecure-http]`` serves a
-cluster that behaves like a real one to a client (Deployments, ReplicaSets, Pods, Nodes and
-their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+cluster that behaves like a real one to a client (Deployments, ReplicaSets, DaemonSets,
+StatefulSets, Pods, Nodes, PersistentVolumeClaims and their controllers, a scheduler, a toy volume
+provisioner and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -80,10 +81,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                     description="Simulated physical Kubernetes clusters.")
     sub = cluster.add_subparsers(dest="cluster_command", required=True)
     sim = sub.add_parser(
-        "simulate", help="run a simulated physical cluster (Deployments, Pods, Nodes, scheduler, kubelets)",
+        "simulate", help="run a simulated physical cluster (Deployments, DaemonSets, StatefulSets, Pods, Nodes, "
+                         "PersistentVolumeClaims, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
-                    "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
-                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. It "
+                    "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets "
+                    "and core/v1 Pods, Nodes and PersistentVolumeClaims, a Deployment and a ReplicaSet controller, "
+                    "a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
+                    "the template's node selector and affinity and tolerating its taints (bound through node "
+                    "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
+                    "controller creates pods <name>-<ordinal> from spec.ordinals.start in order (OrderedReady: "
+                    "each Ready for minReadySeconds before the next; or Parallel), scales down and rolls updates from the highest "
+                    "ordinal, and creates claims <template>-<name>-<ordinal> from volumeClaimTemplates, kept or "
+                    "deleted per the retention policy; a toy provisioner binds every PersistentVolumeClaim at once "
+                    "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects) and holds a deleted "
+                    "claim (pvc-protection finalizer) while a pod uses it. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")

@@ -1,11 +1,12 @@
 """``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
 
 The server serves the hub's types and the workload types of :mod:`fleetplane.apis` (Deployments,
-ReplicaSets, Pods, Nodes) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
-same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
+ReplicaSets, DaemonSets, StatefulSets, Pods, Nodes, PersistentVolumeClaims) and reports
+``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
-informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
-ReplicaSet controllers, the scheduler and the simulated kubelets. They act on the ``root``
+informer per resource (Deployments, ReplicaSets, DaemonSets, StatefulSets, Pods, Nodes,
+PersistentVolumeClaims) feeds the Deployment, ReplicaSet, DaemonSet and StatefulSet controllers, the
+volume provisioner, the scheduler and the simulated kubelets. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
@@ -28,12 +29,15 @@ from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
+from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
 from .scheduler import Scheduler
+from .statefulset import StatefulSetController
 from .streams import add_pod_streams
+from .volumes import VolumeProvisioner
 
 log = logging.getLogger("fleetplane.sim")
 
@@ -116,6 +120,9 @@ class SimulatedCluster:
         self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
         self.deployments = informer("/apis/apps/v1/deployments", "deployments")
         self.nodes = informer("/api/v1/nodes", "nodes")
+        self.daemonsets = informer("/apis/apps/v1/daemonsets", "daemonsets")
+        self.statefulsets = informer("/apis/apps/v1/statefulsets", "statefulsets")
+        self.claims = informer("/api/v1/persistentvolumeclaims", "persistentvolumeclaims")
         #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
         self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
@@ -124,7 +131,11 @@ class SimulatedCluster:
         self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
         self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
-        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes]
+        self.daemonset = DaemonSetController(kcm, self.daemonsets, self.pods, self.nodes, self.recorder)
+        self.statefulset = StatefulSetController(kcm, self.statefulsets, self.pods, self.claims, self.recorder)
+        self.volumes = VolumeProvisioner(kcm, self.claims, self.pods, self.recorder)
+        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
+                          self.claims]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -136,7 +147,8 @@ class SimulatedCluster:
             await wait_synced(self.informers)
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
-                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
+                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet, self.daemonset,
+                                self.statefulset, self.volumes)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
