@@ -100,6 +100,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="how long a scheduled pod stays ContainerCreating before it is Running and Ready (default 1)")
     sim.add_argument("--heartbeat-interval", type=_seconds, default=10.0, metavar="SECONDS",
                      help="how often the kubelets renew their node leases (default 10, as kube)")
+    sim.add_argument("--hpa-sync-period", type=_seconds, default=15.0, metavar="SECONDS",
+                     help="how often the HorizontalPodAutoscaler controller syncs each HPA (default 15, kube's "
+                          "--horizontal-pod-autoscaler-sync-period); a Pod's simulated CPU utilisation is its "
+                          "annotation sim.fleetplane.io/cpu-utilization: \"<percent>\" (e.g. on the pod template)")
+    sim.add_argument("--hpa-downscale-stabilization", type=_seconds, default=300.0, metavar="SECONDS",
+                     help="the scale-down stabilisation window of HPAs whose behavior sets none (default 300, kube's "
+                          "--horizontal-pod-autoscaler-downscale-stabilization)")
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
@@ -114,7 +121,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                    port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
-                   disable_admission_plugins=args.disable_admission_plugins))
+                   disable_admission_plugins=args.disable_admission_plugins,
+                   hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
     return 0
 
 

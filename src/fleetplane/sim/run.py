@@ -29,6 +29,7 @@ from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
 from .deployment import DeploymentController
+from .hpa import HPAController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
@@ -57,6 +58,10 @@ class SimOptions:
     #: as kube-apiserver's flag: e.g. ServiceAccount and DefaultTolerationSeconds, for a cluster whose
     #: Pods should be stored as sent (kube's own test/cmd runs its apiserver so)
     disable_admission_plugins: tuple[str, ...] = ()
+    #: the HPA controller's --horizontal-pod-autoscaler-sync-period and
+    #: --horizontal-pod-autoscaler-downscale-stabilization (kube: 15 s, 5 min)
+    hpa_sync_period: float = 15.0
+    hpa_downscale_stabilization: float = 300.0
 
 
 def server_config(sim: SimOptions) -> HubConfig:
@@ -116,15 +121,18 @@ class SimulatedCluster:
         self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
         self.deployments = informer("/apis/apps/v1/deployments", "deployments")
         self.nodes = informer("/api/v1/nodes", "nodes")
+        self.hpas = informer("/apis/autoscaling/v2/horizontalpodautoscalers", "horizontalpodautoscalers")
         #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
         self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
         self.deployment = DeploymentController(kcm, self.deployments, self.replicasets, self.pods, self.recorder)
         self.replicaset = ReplicaSetController(kcm, self.replicasets, self.pods, self.recorder)
+        self.hpa = HPAController(kcm, self.hpas, self.pods, self.recorder, sync_period=sim.hpa_sync_period,
+                                 downscale_stabilization=sim.hpa_downscale_stabilization)
         self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
         self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
-        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes]
+        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.hpas]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -136,7 +144,7 @@ class SimulatedCluster:
             await wait_synced(self.informers)
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
-                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
+                      for c in (self.deployment, self.replicaset, self.hpa, self.scheduler, self.kubelet)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
