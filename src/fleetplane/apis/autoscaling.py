@@ -39,8 +39,8 @@ MAX_STABILIZATION_WINDOW_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
 METRIC_SOURCE_TYPES = ["ContainerResource", "External", "Object", "Pods", "Resource"]
 #: the metric source type -> its field
-SOURCE_FIELDS = {"Object": "object", "Pods": "pods", "Resource": "resource", "External": "external",
-                 "ContainerResource": "containerResource"}
+SOURCE_FIELDS = {"Object": "object", "External": "external", "Pods": "pods", "Resource": "resource",
+                 "ContainerResource": "containerResource"}  # kube's order: only the first given is validated
 
 #: v1's annotations for what it has no field for (kube's names)
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
