@@ -82,7 +82,7 @@ def test_hub_hpa_splits_and_follows_the_clusters(world: World) -> None:
     def children() -> dict[str, dict]:
         code, body = f.api("GET", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers?labelSelector=kcp.dev/owned-by%3Dweb")
         assert code == 200, body
-        return {h["metadata"]["labels"]["kcp.dev/cluster"]: h for h in body["items"]}
+        return {h["metadata"]["labels"]["kcp.dev/cluster"]: h for h in body["items"] if not h["metadata"].get("deletionTimestamp")}
 
     kids = wait_for(lambda: len(c := children()) == 2 and c, 30, interval=0.2, what="two child HPAs")
     for name, h in kids.items():
@@ -119,6 +119,13 @@ def test_hub_hpa_splits_and_follows_the_clusters(world: World) -> None:
                    what="the parent HPA's status showing 5")
     assert hpa["status"]["desiredReplicas"] == 5
     assert f.split("web") == {"east": 3, "west": 2}  # still: nobody fought the HPA
+    # the parent HPA deleted: its children go, in the clusters too, and the Deployment is no longer marked
+    k("delete", "hpa", "web")
+    wait_for(lambda: not children(), 30, interval=0.2, what="the child HPAs deleted")
+    wait_for(lambda: east("get", "hpa", "web--east", check=False).code != 0, 30, interval=0.3,
+             what="east's HPA deleted in the cluster")
+    wait_for(lambda: "autoscaling.fleetplane.io/hpa" not in ((f.get("web") or {})["metadata"].get("annotations") or {}), 30,
+             interval=0.2, what="the parent no longer marked")
 
 
 def test_hpa_on_an_unsplit_target_says_so(world: World) -> None:

@@ -1,9 +1,10 @@
 """``fleetplane cluster``: simulated physical clusters.
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
---node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--insecure-http]`` serves a
-cluster that behaves like a real one to a client (Deployments, ReplicaSets, Pods, Nodes and
-their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+--node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
+[--hpa-downscale-stabilization S] [--insecure-http]`` serves a cluster that behaves like a real
+one to a client (Deployments, ReplicaSets, HorizontalPodAutoscalers, Pods, Nodes and their
+controllers, a scheduler and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sim = sub.add_parser(
         "simulate", help="run a simulated physical cluster (Deployments, Pods, Nodes, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
-                    "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
-                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. It "
+                    "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets, autoscaling/v2 (and v1) "
+                    "HorizontalPodAutoscalers and core/v1 Pods and Nodes, a Deployment, a ReplicaSet and an HPA "
+                    "controller, a scheduler and simulated kubelets. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")

@@ -4,8 +4,8 @@ The server serves the hub's types and the workload types of :mod:`fleetplane.api
 ReplicaSets, Pods, Nodes) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
 same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
-informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
-ReplicaSet controllers, the scheduler and the simulated kubelets. They act on the ``root``
+informer per resource (Deployments, ReplicaSets, HorizontalPodAutoscalers, Pods, Nodes) feeds the
+Deployment, ReplicaSet and HPA controllers, the scheduler and the simulated kubelets. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
