@@ -60,7 +60,7 @@ def _start(args: argparse.Namespace) -> int:
             cluster_profiles=not args.no_cluster_profiles),
         splitter=None if args.no_splitter else from_args(
             SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS),
-        hpa_controller=None if args.no_hpa_controller else from_args(
+        hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
             HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
@@ -156,7 +156,8 @@ def parser() -> argparse.ArgumentParser:
                        help="do not run the Deployment splitter and ClusterDaemonSet controller")
     add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
     start.add_argument("--no-hpa-controller", action="store_true",
-                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments)")
+                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
+                            "it does not run with --no-splitter either)")
     add_arguments(start, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)

@@ -334,7 +334,7 @@ class HPAController:
             if l2 == lc and n2 == ns and _is_child(h) and (_md(h).get("labels") or {}).get(LABEL_OWNED_BY) == name:
                 await self._delete(None, path, h, _md(h)["labels"][LABEL_CLUSTER])
         for (l2, n2, dn), d in list(self.deployments.cache.items()):
-            if l2 == lc and n2 == ns and (_md(d).get("annotations") or {}).get(ANNOTATION_HPA) == name:
+            if l2 == lc and n2 == ns and not _is_child(d) and (_md(d).get("annotations") or {}).get(ANNOTATION_HPA) == name:
                 try:
                     await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, dn),
                                          {"metadata": {"annotations": {ANNOTATION_HPA: None}}}, MERGE_PATCH, FIELD_MANAGER)

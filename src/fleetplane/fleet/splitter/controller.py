@@ -89,7 +89,7 @@ FIELD_MANAGER = "fleetplane-splitter"
 COMPONENT = "fleetplane-splitter"
 #: parent annotations never copied to children
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
-               ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state")
+               ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state", ANNOTATION_HPA)
 
 DEPLOYMENTS = ("apps", "v1", "deployments")
 ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name
