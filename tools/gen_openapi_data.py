@@ -62,6 +62,8 @@ ROOTS = [
     "io.k8s.api.apps.v1.StatefulSet", "io.k8s.api.apps.v1.StatefulSetList",
     "io.k8s.api.core.v1.PersistentVolumeClaim", "io.k8s.api.core.v1.PersistentVolumeClaimList",
     "io.k8s.api.autoscaling.v1.Scale",
+    "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList",
+    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerList",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
     "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",

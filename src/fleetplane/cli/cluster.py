@@ -1,10 +1,11 @@
 """``fleetplane cluster``: simulated physical clusters.
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
---node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--insecure-http]`` serves a
-cluster that behaves like a real one to a client (Deployments, ReplicaSets, DaemonSets,
-StatefulSets, Pods, Nodes, PersistentVolumeClaims and their controllers, a scheduler, a toy volume
-provisioner and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+--node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
+[--hpa-downscale-stabilization S] [--insecure-http]`` serves a cluster that behaves like a real
+one to a client (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
+Pods, Nodes, PersistentVolumeClaims and their controllers, a scheduler, a toy volume provisioner
+and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "simulate", help="run a simulated physical cluster (Deployments, DaemonSets, StatefulSets, Pods, Nodes, "
                          "PersistentVolumeClaims, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
-                    "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets "
-                    "and core/v1 Pods, Nodes and PersistentVolumeClaims, a Deployment and a ReplicaSet controller, "
+                    "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, "
+                    "autoscaling/v2 (and v1) HorizontalPodAutoscalers and core/v1 Pods, Nodes and "
+                    "PersistentVolumeClaims, a Deployment, a ReplicaSet and an HPA controller, "
                     "a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
                     "the template's node selector and affinity and tolerating its taints (bound through node "
                     "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
@@ -111,6 +113,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="how long a scheduled pod stays ContainerCreating before it is Running and Ready (default 1)")
     sim.add_argument("--heartbeat-interval", type=_seconds, default=10.0, metavar="SECONDS",
                      help="how often the kubelets renew their node leases (default 10, as kube)")
+    sim.add_argument("--hpa-sync-period", type=_seconds, default=15.0, metavar="SECONDS",
+                     help="how often the HorizontalPodAutoscaler controller syncs each HPA (default 15, kube's "
+                          "--horizontal-pod-autoscaler-sync-period); a Pod's simulated CPU utilisation is its "
+                          "annotation sim.fleetplane.io/cpu-utilization: \"<percent>\" (e.g. on the pod template)")
+    sim.add_argument("--hpa-downscale-stabilization", type=_seconds, default=300.0, metavar="SECONDS",
+                     help="the scale-down stabilisation window of HPAs whose behavior sets none (default 300, kube's "
+                          "--horizontal-pod-autoscaler-downscale-stabilization)")
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
@@ -125,7 +134,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                    port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
-                   disable_admission_plugins=args.disable_admission_plugins))
+                   disable_admission_plugins=args.disable_admission_plugins,
+                   hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
     return 0
 
 
