@@ -173,3 +173,31 @@ def test_kubectl_create_service_sends_protobuf_and_an_imported_service_takes_it(
     assert "service/front created" in out.out
     got = lc("GET", "/api/v1/namespaces/default/services/front")[1]
     assert got["spec"]["ports"][0]["port"] == 80 and got["spec"]["ports"][0]["targetPort"] == 8080, got
+
+
+def test_strategic_merge_patch_on_an_imported_builtin_kind_uses_the_builtins_merge_keys(lc: Cluster) -> None:
+    """kube refuses strategic merge patch on custom resources; a CRD importing a built-in kind (v1 Pod)
+    takes it, merging lists by the built-in's keys (containers by name), which a CRD cannot carry."""
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    pod = core_crd("pods", "Pod", short="po")
+    pod["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"] = {"spec": free, "status": free}
+    lc.crd(pod)
+    lc.crd(core_crd("gadgets", "Gadget"))
+    base = "/api/v1/namespaces/default"
+    assert lc("POST", f"{base}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}]}, {"name": "b", "image": "b:1"}]}})[0] == 201
+    code, out = lc("PATCH", f"{base}/pods/p", {"spec": {"containers": [{"name": "a", "image": "a:2"}]}},
+                   content_type="application/strategic-merge-patch+json")
+    assert code == 200, out
+    assert out["spec"]["containers"] == [{"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}]},
+                                         {"name": "b", "image": "b:1"}]
+    lc.k("set", "image", "pod/p", "b=b:2", "-n", "default")
+    assert [c["image"] for c in lc("GET", f"{base}/pods/p")[1]["spec"]["containers"]] == ["a:2", "b:2"]
+    # an ordinary custom type still answers kube's 415
+    assert lc("POST", f"{base}/gadgets", {"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}})[0] == 201
+    code, out = lc("PATCH", f"{base}/gadgets/g", {"spec": {"color": "red"}}, content_type="application/strategic-merge-patch+json")
+    assert code == 415 and "application/strategic-merge-patch+json" not in out["message"], out
+    # the OpenAPI PATCH operations say which takes it
+    paths = lc("GET", "/openapi/v3/api/v1")[1]["paths"]
+    assert "application/strategic-merge-patch+json" in paths["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]["requestBody"]["content"]
+    assert "application/strategic-merge-patch+json" not in paths["/api/v1/namespaces/{namespace}/gadgets/{name}"]["patch"]["requestBody"]["content"]

@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from ..registry.crd import accepts_strategic_merge_patch
 from ..registry.definitions import definitions, gvk_index
 from ..registry.types import ResourceType
 
@@ -260,8 +261,9 @@ UNAUTHORIZED = {"description": "Unauthorized"}
 
 
 def patch_media_types(rt: ResourceType) -> tuple[str, ...]:
-    """The patch Content-Types the PATCH operations list: no strategic merge patch for CRs."""
-    return PATCH_TYPES_CUSTOM if rt.custom else PATCH_TYPES_BUILTIN
+    """The patch Content-Types the PATCH operations list: no strategic merge patch for CRs (but for
+    an imported built-in kind, which takes it)."""
+    return PATCH_TYPES_BUILTIN if accepts_strategic_merge_patch(rt) else PATCH_TYPES_CUSTOM
 
 
 @cache
