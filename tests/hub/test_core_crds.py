@@ -201,3 +201,28 @@ def test_strategic_merge_patch_on_an_imported_builtin_kind_uses_the_builtins_mer
     paths = lc("GET", "/openapi/v3/api/v1")[1]["paths"]
     assert "application/strategic-merge-patch+json" in paths["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]["requestBody"]["content"]
     assert "application/strategic-merge-patch+json" not in paths["/api/v1/namespaces/{namespace}/gadgets/{name}"]["patch"]["requestBody"]["content"]
+
+
+def test_kubectl_apply_on_an_imported_builtin_kind_removes_list_elements(lc: Cluster) -> None:
+    """kubectl computes its apply patch from the published schema: an imported built-in kind's OpenAPI
+    carries the built-in's patch strategies and merge keys, so a container taken out of the manifest
+    is deleted by the server's merge by name (not kept, as a whole-list patch merged by name would)."""
+    container = {"type": "object", "properties": {"name": {"type": "string"}, "image": {"type": "string"}}}
+    pod = core_crd("pods", "Pod", short="po")
+    pod["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"] = {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                 "properties": {"containers": {"type": "array", "items": container}}},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    lc.crd(pod)
+    schemas = lc("GET", "/openapi/v3/api/v1")[1]["components"]["schemas"]
+    containers = schemas["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name" and containers["x-kubernetes-patch-strategy"] == "merge"
+    v2 = lc("GET", "/openapi/v2")[1]["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["properties"]
+    assert v2["containers"]["x-kubernetes-patch-merge-key"] == "name"
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two"},
+                "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}
+    lc.k("apply", "-n", "default", "-f", "-", stdin=json.dumps(manifest))
+    manifest["spec"]["containers"] = [{"name": "b", "image": "b:2"}]
+    lc.k("apply", "-n", "default", "-f", "-", stdin=json.dumps(manifest))
+    got = lc("GET", "/api/v1/namespaces/default/pods/two")[1]
+    assert got["spec"]["containers"] == [{"name": "b", "image": "b:2"}], got["spec"]
