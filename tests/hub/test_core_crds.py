@@ -226,3 +226,39 @@ def test_kubectl_apply_on_an_imported_builtin_kind_removes_list_elements(lc: Clu
     lc.k("apply", "-n", "default", "-f", "-", stdin=json.dumps(manifest))
     got = lc("GET", "/api/v1/namespaces/default/pods/two")[1]
     assert got["spec"]["containers"] == [{"name": "b", "image": "b:2"}], got["spec"]
+
+
+def free_crd(group: str, plural: str, kind: str, version: str = "v1", scale: bool = False) -> dict:
+    """An imported built-in kind, as the Syncer would make it, with a schema that keeps everything."""
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    sub: dict = {"status": {}}
+    if scale:
+        sub["scale"] = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group or 'core'}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                     "versions": [{"name": version, "served": True, "storage": True, "subresources": sub,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "spec": free, "status": free}}}}]}}
+
+
+def test_kubectl_expose_and_autoscale_on_imported_kinds(lc: Cluster) -> None:
+    """With Deployments, Services and HorizontalPodAutoscalers imported, kubectl's generators work
+    on the hub as on a cluster (they POST protobuf)."""
+    code, out = lc("POST", CRDS, free_crd("apps", "deployments", "Deployment", scale=True))
+    assert code == 201, out
+    lc.crd(free_crd("", "services", "Service"))
+    code, out = lc("POST", CRDS, free_crd("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "v2"))
+    assert code == 201, out
+    wait_for(lambda: lc("GET", "/apis/autoscaling/v2/horizontalpodautoscalers")[0] == 200
+             and lc("GET", "/apis/apps/v1/deployments")[0] == 200, 15, what="served")
+    k = lc.k
+    k("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "-n", "default")
+    k("expose", "deployment", "web", "--port=80", "--target-port=8080", "-n", "default")
+    svc = lc("GET", "/api/v1/namespaces/default/services/web")[1]
+    assert svc["spec"]["selector"] == {"app": "web"} and svc["spec"]["ports"][0]["port"] == 80, svc
+    k("autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=80", "-n", "default")
+    hpa = lc("GET", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web")[1]
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, hpa
+    assert hpa["spec"]["maxReplicas"] == 5
