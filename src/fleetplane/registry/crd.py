@@ -256,6 +256,7 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
         for sf in v.get("selectableFields") or []:
             selectable[sf["jsonPath"].lstrip(".")] = _json_path_getter(sf["jsonPath"])
         subresources = tuple(s for s in ("status", "scale") if s in sub)
+        builtin = imported_builtin(spec["group"], v["name"], names["kind"])
         out.append(ResourceType(
             group=spec["group"], version=v["name"], kind=names["kind"], plural=names["plural"],
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
@@ -269,8 +270,30 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             preferred=v is ordered[0],
             storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
             warning=_deprecation_warning(v, spec, names["kind"]),
+            openapi_definition=builtin.openapi_definition if builtin is not None else "",
         ))
     return out
+
+
+def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None:
+    """The kube built-in a custom type imports (a cluster's apps/v1 Deployment, v1 Pod), when
+    fleetplane knows that kind at that version with an OpenAPI definition.
+
+    Its definition becomes the custom type's ``openapi_definition``: strategic merge patches then
+    merge with the built-in's patch metadata (merge keys, strategies), as on the cluster, where the
+    imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
+    the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
+    list types stay the CRD's (converted from the same OpenAPI)."""
+    from ..apis import known_type
+
+    rt = known_type(group, kind)
+    return rt if rt is not None and rt.version == version and rt.openapi_definition else None
+
+
+def accepts_strategic_merge_patch(rt: ResourceType) -> bool:
+    """kube refuses strategic merge patches on custom resources (415); an imported built-in kind
+    takes them with the built-in's patch metadata (:func:`imported_builtin`)."""
+    return not rt.custom or bool(rt.openapi_definition)
 
 
 def _schema_doc(version: dict[str, Any]) -> dict[str, Any]:
