@@ -59,6 +59,8 @@ ROOTS = [
     "io.k8s.api.apps.v1.Deployment", "io.k8s.api.apps.v1.DeploymentList",
     "io.k8s.api.apps.v1.ReplicaSet", "io.k8s.api.apps.v1.ReplicaSetList",
     "io.k8s.api.autoscaling.v1.Scale",
+    "io.k8s.api.batch.v1.Job", "io.k8s.api.batch.v1.JobList",
+    "io.k8s.api.batch.v1.CronJob", "io.k8s.api.batch.v1.CronJobList",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
     "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
