@@ -1,11 +1,11 @@
 """``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
 
 The server serves the hub's types and the workload types of :mod:`fleetplane.apis` (Deployments,
-ReplicaSets, Pods, Nodes) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
+ReplicaSets, Pods, Nodes, Jobs, CronJobs) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
 same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
-informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
-ReplicaSet controllers, the scheduler and the simulated kubelets. They act on the ``root``
+informer per resource (Deployments, ReplicaSets, Pods, Nodes, Jobs, CronJobs) feeds the
+Deployment, ReplicaSet, Job and CronJob controllers, the scheduler and the simulated kubelets. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
@@ -28,7 +28,9 @@ from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
+from .cronjob import CronJobController
 from .deployment import DeploymentController
+from .job import JobController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
@@ -116,6 +118,8 @@ class SimulatedCluster:
         self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
         self.deployments = informer("/apis/apps/v1/deployments", "deployments")
         self.nodes = informer("/api/v1/nodes", "nodes")
+        self.jobs = informer("/apis/batch/v1/jobs", "jobs", rs_indexers())
+        self.cronjobs = informer("/apis/batch/v1/cronjobs", "cronjobs")
         #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
         self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
@@ -124,7 +128,9 @@ class SimulatedCluster:
         self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
         self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
-        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes]
+        self.job = JobController(kcm, self.jobs, self.pods, self.recorder)
+        self.cronjob = CronJobController(kcm, self.cronjobs, self.jobs, self.recorder)
+        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.jobs, self.cronjobs]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -136,7 +142,7 @@ class SimulatedCluster:
             await wait_synced(self.informers)
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
-                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
+                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet, self.job, self.cronjob)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
