@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -199,6 +200,13 @@ def test_runs_spread_over_time_with_history_limits(world: World) -> None:
     assert status["lastScheduleTime"] and not status.get("active")
     assert w.decision("tick")["candidates"] == ["east", "west"]
     assert w.decision("tick")["conditions"][0]["reason"] == "Placed"
+    # fleetplane placement explain: the candidates, and the next run's cluster (the first one's again)
+    out = subprocess.run([sys.executable, "-m", "fleetplane.cli.placement", "explain", "cronjob/tick", "-n", "default",
+                          "--kubeconfig", str(w.fleet.kubeconfig), "-o", "json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    explained = json.loads(out.stdout)
+    assert explained["candidates"] == ["east", "west"] and explained["next"] == cluster_of(first)
+    assert explained["jobs"] == {nxt: cluster_of(second)}
 
 
 def test_no_eligible_cluster_is_said_and_retried(world: World) -> None:

@@ -84,7 +84,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
                     "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
                     "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. It "
-                    "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
+                    "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>. "
+                    "batch/v1 Jobs and CronJobs run too (Job and CronJob controllers as kube's, simplified): a pod "
+                    "finishes when its run time is known, from the annotation sim.fleetplane.io/run-seconds or its "
+                    "containers' command and args ('sleep N', 'sh -c \"sleep N\"', 'exit N'), with exit code 0 or "
+                    "the annotation sim.fleetplane.io/exit-code; other pods run forever.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")
     sim.add_argument("--bind", default="127.0.0.1")
