@@ -164,3 +164,23 @@ def test_cronjob_validation_columns_firing_forbid_replace_history(sim: Sim, kube
              what="quick's history limited to its last successful job")
     quick = kubectl.get_json("cronjob", "quick")
     assert quick["status"].get("lastSuccessfulTime") and not quick["status"].get("active")
+
+
+def test_job_suspend_deadline_and_ttl(sim: Sim, kubectl: Kubectl):
+    sleeper = _job("later", command='["sleep", "600"]').replace("  parallelism: 1\n", "  parallelism: 1\n  suspend: true\n")
+    kubectl("apply", "-f", "-", stdin=sleeper)
+    job = wait_for(lambda: (j := kubectl.get_json("job", "later")) and _cond(j, "Suspended").get("status") == "True" and j,
+                   timeout=30, what="job later Suspended")
+    assert _cond(job, "Suspended")["reason"] == "JobSuspended" and not kubectl.get_json("pods", "-l", "job-name=later")["items"]
+    assert _rows(kubectl("get", "job", "later").out)[1][1] == "Suspended"
+    kubectl("patch", "job", "later", "--type=merge", "-p", '{"spec": {"suspend": false, "activeDeadlineSeconds": 2}}')
+    failed = wait_for(lambda: (j := kubectl.get_json("job", "later")) and _cond(j, "Failed").get("status") == "True" and j,
+                      timeout=40, what="job later past its deadline")
+    assert _cond(failed, "Failed")["reason"] == "DeadlineExceeded"
+    assert _cond(failed, "Suspended")["reason"] == "JobResumed"
+    reasons = {e["reason"] for e in kubectl.get_json("events", "--field-selector", "involvedObject.name=later")["items"]}
+    assert {"Suspended", "Resumed", "DeadlineExceeded", "SuccessfulDelete"} <= reasons
+    kubectl("apply", "-f", "-", stdin=_job("brief", command='["sleep", "0"]').replace(
+        "  parallelism: 1\n", "  parallelism: 1\n  ttlSecondsAfterFinished: 1\n"))
+    wait_for(lambda: kubectl("get", "job", "brief", check=False).code != 0, timeout=40,
+             what="job brief deleted after its TTL")
