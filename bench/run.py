@@ -145,6 +145,18 @@ def render(r: dict, machine: str, when: str) -> str:
         ]
     if "split" in r:
         lines += ["", *_render_split(r["split"])]
+    if "cronjobs" in r:
+        cj = r["cronjobs"]
+        b, f = cj.get("baseline") or {}, cj.get("fleet") or {}
+        lines += ["", "## CronJobs over the fleet: scheduling lag", "",
+                  f"{cj['cronjobs']} CronJobs `* * * * *` firing at the same minute: from the scheduled time to the Job"
+                  f" seen in a member cluster ({cj['clusters']} simulated clusters; `bench/cronjobs.py`).", "",
+                  "| run | p50 | p90 | p99 | max | jobs |", "|---|---|---|---|---|---|",
+                  f"| baseline: the cluster's own CronJob controller | {b.get('p50_s')} s | {b.get('p90_s')} s | {b.get('p99_s')} s"
+                  f" | {b.get('max_s')} s | {b.get('jobs')} of {b.get('of')} |",
+                  f"| fleet: hub CronJob controller, placement, Syncer down | {f.get('p50_s')} s | {f.get('p90_s')} s |"
+                  f" {f.get('p99_s')} s | {f.get('max_s')} s | {f.get('jobs')} of {f.get('of')} |",
+                  f"| ratio p99 fleet over baseline | | | {cj.get('ratio_p99')} | | |"]
     if "capacity" in r:
         from . import fleet_capacity
 
@@ -235,6 +247,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import placement as placement_bench
 
         results["placement"] = placement_bench.run()
+    if want("cronjobs"):
+        from . import cronjobs as cronjobs_bench
+
+        results["cronjobs"] = asyncio.run(cronjobs_bench.run(20 if quick else 100))
     if want("split"):
         from . import split as split_bench
 

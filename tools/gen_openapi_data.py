@@ -64,6 +64,8 @@ ROOTS = [
     "io.k8s.api.autoscaling.v1.Scale",
     "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerList",
+    "io.k8s.api.batch.v1.Job", "io.k8s.api.batch.v1.JobList",
+    "io.k8s.api.batch.v1.CronJob", "io.k8s.api.batch.v1.CronJobList",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
     "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",

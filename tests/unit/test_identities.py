@@ -86,7 +86,7 @@ class Call:
     planned: bool = False
 
 
-CC, SPL, SYN, PULL = "cluster-controller", "splitter", "syncer", "pull-syncer"
+CC, SPL, SYN, PULL, CRON = "cluster-controller", "splitter", "syncer", "pull-syncer", "cronjob-controller"
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 CLUSTERS = ("cluster.example.dev", "clusters")
 PROFILES = ("multicluster.x-k8s.io", "clusterprofiles")
@@ -277,6 +277,32 @@ def _hpa_controller_calls() -> list[Call]:
              namespace="default", name="web.17f"),
     ]
     return out + _leader_calls(c, ids.HPA_CONTROLLER_LEASE)
+def _cronjob_calls() -> list[Call]:
+    f = "fleet/cronjobs/controller.py"
+    jobs, cronjobs = ("batch", "jobs"), ("batch", "cronjobs")
+    out = []
+    for group, res, snippet in ((*cronjobs, '"/clusters/*/apis/batch/v1/cronjobs"'),
+                                (*jobs, '"/clusters/*/apis/batch/v1/jobs"'),
+                                (*PROFILES, 'f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}"'),
+                                (*CRDS, '"/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions"')):
+        out += [Call(CRON, f, snippet, "list", group, res, where="wildcard"),
+                Call(CRON, f, snippet, "watch", group, res, where="wildcard")]
+    out += [
+        Call(CRON, f, 'created = await self.hub.create(_path(lc, "jobs", ns), body, manager=FIELD_MANAGER)', "create",
+             *jobs, namespace="default"),
+        Call(CRON, f, 'await self.hub.delete(_path(lc, "jobs", jm["namespace"], jm["name"]), uid=jm.get("uid"))', "delete",
+             *jobs, namespace="default", name="nightly-29000000"),
+        Call(CRON, f, 'await self.hub.patch(_path(lc, "jobs", jm["namespace"], jm["name"]), patch, MERGE_PATCH', "patch",
+             *jobs, namespace="default", name="nightly-29000000"),
+        Call(CRON, f, 'out = await self.hub.patch(_path(lc, "cronjobs", m["namespace"], m["name"], "status"),', "patch",
+             *cronjobs, "status", namespace="default", name="nightly"),
+        Call(CRON, f, 'await self.hub.patch(_path(lc, "cronjobs", m["namespace"], m["name"]),', "patch",
+             *cronjobs, namespace="default", name="nightly"),
+        Call(CRON, "kube/events.py", "await self.client.create(path, body)", "create", "", "events", namespace="default"),
+        Call(CRON, "kube/events.py", 'await self.client.patch(f"{seen[0]}/{seen[1]}"', "patch", "", "events",
+             namespace="default", name="nightly.17f"),
+    ]
+    return out + _leader_calls(CRON, ids.CRONJOB_CONTROLLER_LEASE)
 
 
 SYNCER_CALLS = _syncer_calls()
@@ -284,7 +310,8 @@ PULL_CALLS = _pull_calls()
 CONTROLLER_CALLS = _controller_calls()
 SPLITTER_CALLS = _splitter_calls()
 HPA_CONTROLLER_CALLS = _hpa_controller_calls()
-ALL_CALLS = SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS + HPA_CONTROLLER_CALLS
+CRONJOB_CALLS = _cronjob_calls()
+ALL_CALLS = SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS + HPA_CONTROLLER_CALLS + CRONJOB_CALLS
 
 #: hub requests RBAC cannot grant ahead of time: objects of a type only known at run time (a
 #: CRD a cluster offers, or anything through "*"). They need synced_type_rules() for that type,
@@ -380,10 +407,11 @@ def check_rule(r: dict) -> None:
 
 def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
     bindings = {b["metadata"]["name"]: b for b in ids.cluster_role_bindings()}
-    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER}
+    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER}
     assert ids.HPA_CONTROLLER == "system:fleetplane:hpa-controller"
     assert ids.CLUSTER_CONTROLLER == "system:fleetplane:cluster-controller"
     assert ids.SPLITTER == "system:fleetplane:splitter"
+    assert ids.CRONJOB_CONTROLLER == "system:fleetplane:cronjob-controller"
     for name, b in bindings.items():
         assert b["apiVersion"] == "rbac.authorization.k8s.io/v1" and b["kind"] == "ClusterRoleBinding"
         assert b["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
@@ -392,7 +420,7 @@ def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
         assert b["subjects"] == [{"apiGroup": RBAC, "kind": "User", "name": name}]
     bound = {b["roleRef"]["name"] for b in bindings.values()}
     assert ids.SYNCER_ROLE not in bound and ids.SYNCER_SECRETS_ROLE not in bound
-    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.SYNCER_ROLE,
+    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER, ids.SYNCER_ROLE,
                             ids.SYNCER_SECRETS_ROLE}
 
 
@@ -442,6 +470,9 @@ def test_the_hpa_controller_gets_nothing_it_does_not_use() -> None:
     assert not any(RBAC in (r.get("apiGroups") or []) for r in hpa)
     assert not any_allows(hpa, "get", path=ids.WILDCARD_PATH)
     assert not any_allows(hpa, "update", *LEASES, name=ids.SPLITTER_LEASE)
+@pytest.mark.parametrize("call", CRONJOB_CALLS, ids=lambda c: f"{c.verb}-{c.resource}{'/' + c.sub if c.sub else ''}-{c.name}")
+def test_cronjob_controller_calls_are_covered(call: Call) -> None:
+    assert allowed(bootstrap_subject_rules(ids.CRONJOB_CONTROLLER), call), call
 
 
 @pytest.mark.parametrize("call", SYNCER_CALLS + PULL_CALLS,

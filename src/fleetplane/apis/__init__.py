@@ -17,6 +17,7 @@ from . import (
     apiextensions,
     apps,
     autoscaling,
+    batch,
     coordination,
     core,
     events,
@@ -37,8 +38,10 @@ def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> l
 
 
 def workload_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for Deployments, ReplicaSets, HorizontalPodAutoscalers, Pods and Nodes (simulated clusters)."""
-    return [*apps.resource_types(), *autoscaling.resource_types(), *core.workload_resource_types()]
+    """Fresh ResourceType objects for the workload kinds only simulated clusters serve (apps, autoscaling,
+    batch; core's Pods, Nodes, PersistentVolumeClaims)."""
+    return [*apps.resource_types(), *autoscaling.resource_types(), *core.workload_resource_types(),
+            *batch.resource_types()]
 
 
 @cache

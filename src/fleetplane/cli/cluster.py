@@ -86,9 +86,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                          "PersistentVolumeClaims, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
                     "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, "
-                    "autoscaling/v2 (and v1) HorizontalPodAutoscalers and core/v1 Pods, Nodes and "
-                    "PersistentVolumeClaims, a Deployment, a ReplicaSet and an HPA controller, "
-                    "a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
+                    "autoscaling/v2 (and v1) HorizontalPodAutoscalers, batch/v1 Jobs and CronJobs and core/v1 Pods, "
+                    "Nodes and PersistentVolumeClaims, a Deployment, a ReplicaSet, an HPA, a Job and a CronJob "
+                    "controller, a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
                     "the template's node selector and affinity and tolerating its taints (bound through node "
                     "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
                     "controller creates pods <name>-<ordinal> from spec.ordinals.start in order (OrderedReady: "
@@ -96,7 +96,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "ordinal, and creates claims <template>-<name>-<ordinal> from volumeClaimTemplates, kept or "
                     "deleted per the retention policy; a toy provisioner binds every PersistentVolumeClaim at once "
                     "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects) and holds a deleted "
-                    "claim (pvc-protection finalizer) while a pod uses it. It "
+                    "claim (pvc-protection finalizer) while a pod uses it. Jobs and CronJobs run as kube's, "
+                    "simplified: a pod finishes when its run time is known, from the annotation "
+                    "sim.fleetplane.io/run-seconds or its containers' command and args ('sleep N', "
+                    "'sh -c \"sleep N\"', 'exit N'), with exit code 0 or the annotation "
+                    "sim.fleetplane.io/exit-code; other pods run forever. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")

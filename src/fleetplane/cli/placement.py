@@ -7,6 +7,7 @@ the splitter last recorded on the workload (the ``placement.fleetplane.io/decisi
 
     fleetplane placement explain deployment/web [-n NS] [--kubeconfig K] [--context C] [-o text|json]
     fleetplane placement explain clusterdaemonset/agent
+    fleetplane placement explain cronjob/nightly      # the clusters its next run may go to, and which
 
 The logical cluster is the one the kubeconfig context's server URL names (``/clusters/<lc>``),
 else ``root``. Exit status: 0, 1 when the workload cannot be placed in full (or its policy is
@@ -27,7 +28,8 @@ __all__ = ["add_parser", "explain", "main"]
 
 _KINDS = {"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
           "deployment.apps": "Deployment", "clusterdaemonset": "ClusterDaemonSet",
-          "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet"}
+          "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet",
+          "cronjob": "CronJob", "cronjobs": "CronJob", "cj": "CronJob", "cronjob.batch": "CronJob"}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -39,7 +41,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         description="Compute the placement decision for a workload from the live objects, with "
                                     "the splitter's engine, and print every cluster considered, filtered out and "
                                     "why, scores and shares, beside what the splitter last recorded.")
-    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME or clusterdaemonset/NAME")
+    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME, clusterdaemonset/NAME or cronjob/NAME")
     ex.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's, else default)")
     ex.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="the hub's kubeconfig")
     ex.add_argument("--context", default=None, help="kubeconfig context")
@@ -56,7 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _parse_target(text: str) -> tuple[str, str]:
     kind, sep, name = text.partition("/")
     if not sep or not name or kind.lower() not in _KINDS:
-        raise ValueError(f"want deployment/NAME or clusterdaemonset/NAME, not {text!r}")
+        raise ValueError(f"want deployment/NAME, clusterdaemonset/NAME or cronjob/NAME, not {text!r}")
     return _KINDS[kind.lower()], name
 
 
@@ -81,6 +83,9 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
                   unhealthy_grace: float | None = None, join_grace: float | None = None,
                   profile_namespace: str | None = None) -> dict[str, Any]:
     """The decision for one workload, computed from the live objects, and what was recorded."""
+    if kind == "CronJob":
+        return await explain_cronjob(kubeconfig, name, namespace, context=context, unhealthy_grace=unhealthy_grace,
+                                     join_grace=join_grace, profile_namespace=profile_namespace)
     from ..fleet.placement import (
         ANNOTATION_POLICY,
         ClusterInfo,
@@ -191,8 +196,88 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     return out
 
 
+async def explain_cronjob(kubeconfig: str, name: str, namespace: str, *, context: str | None = None,
+                          unhealthy_grace: float | None = None, join_grace: float | None = None,
+                          profile_namespace: str | None = None) -> dict[str, Any]:
+    """A hub CronJob's candidate clusters for its next run (the fleet-wide CronJob controller's
+    engine call), the one it would get (least recently used), its Jobs' clusters, what it recorded."""
+    from ..apimachinery.metatime import parse_time
+    from ..fleet.cronjobs.controller import (
+        ANNOTATION_DECISION,
+        LABEL_CLUSTER,
+        choose_cluster,
+        eligible_clusters,
+    )
+    from ..fleet.cronjobs.options import CronJobOptions
+    from ..fleet.placement import ClusterInfo, Options
+    from ..inventory import constants as ic
+    from ..kube.client import Client
+    from ..kube.kubeconfig import ApiTarget
+
+    target = ApiTarget.from_kubeconfig(kubeconfig, context)
+    lc = target.logical_cluster or "root"
+    hub = Client(target.with_server(target.base), "fleetplane-placement-explain")
+    try:
+        obj = await hub.get(f"/clusters/{lc}/apis/batch/v1/namespaces/{namespace}/cronjobs/{name}")
+        if obj is None:
+            raise LookupError(f'cronjob "{name}" not found in namespace {namespace} of logical cluster {lc}')
+        md = obj.get("metadata") or {}
+        if LABEL_CLUSTER in (md.get("labels") or {}):
+            raise LookupError(f"cronjob {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
+                              f"{LABEL_CLUSTER} label: its cluster schedules it")
+        ppath = f"/clusters/{lc}/apis/{ic.GROUP}/{ic.VERSION}/"
+        ppath += f"namespaces/{profile_namespace}/{ic.PLURAL}" if profile_namespace else ic.PLURAL
+        profiles, _ = await hub.list_all(ppath)
+        jobs, _ = await hub.list_all(f"/clusters/{lc}/apis/batch/v1/namespaces/{namespace}/jobs")
+    finally:
+        await hub.close()
+    defaults = CronJobOptions()
+    opts = Options(defaults.unhealthy_grace if unhealthy_grace is None else unhealthy_grace,
+                   defaults.join_grace if join_grace is None else join_grace)
+    fleet = sorted((ClusterInfo.from_profile(p) for p in profiles), key=lambda c: c.name)
+    eligible, decision = eligible_clusters(obj, fleet, time.time(), opts)
+    recorded: dict[str, Any] = {}
+    try:
+        recorded = json.loads((md.get("annotations") or {}).get(ANNOTATION_DECISION) or "{}")
+    except ValueError:
+        recorded = {"error": f"unreadable {ANNOTATION_DECISION} annotation"}
+    used = {str(k): float(v) for k, v in (recorded.get("lastUsed") or {}).items()}
+    runs = {}
+    for j in jobs:
+        jm = j.get("metadata") or {}
+        if any(r.get("uid") == md.get("uid") and r.get("controller") for r in jm.get("ownerReferences") or ()):
+            cluster = (jm.get("labels") or {}).get(LABEL_CLUSTER) or ""
+            runs[jm.get("name")] = cluster
+            t = parse_time(jm.get("creationTimestamp"))
+            if cluster and t is not None and t > used.get(cluster, -1.0):
+                used[cluster] = t
+    nxt = choose_cluster(eligible, used)
+    lines = [f"Policy: {'; '.join(decision.policy.describe()) or 'any healthy cluster'}"]
+    lines.append("CLUSTER  STATUS  LAST RUN  REASON")
+    for c in decision.clusters:
+        last = time.strftime("%H:%M:%SZ", time.gmtime(used[c.name])) if c.name in used else "-"
+        lines.append(f"{c.name}  {'Candidate' if c.name in eligible else c.status}  {last}  {c.reason}")
+    lines.append(f"Next run goes to: {nxt or 'nowhere (no eligible cluster)'}")
+    lines.append("Jobs: " + (", ".join(f"{k} on {v}" for k, v in sorted(runs.items())) or "none"))
+    out: dict[str, Any] = {"kind": "CronJob", "name": name, "namespace": namespace, "logicalCluster": lc,
+                           "candidates": eligible, "next": nxt, "jobs": runs, "recorded": recorded,
+                           "decision": {"clusters": {c.name: c.to_dict() for c in decision.clusters}},
+                           "lines": lines, "complete": nxt is not None}
+    if decision.error:
+        out["error"] = decision.error
+    return out
+
+
 def render(result: dict[str, Any]) -> str:
     lines = [f"{result['kind']} {result['namespace']}/{result['name']} (logical cluster {result['logicalCluster']})"]
+    if result["kind"] == "CronJob":
+        if result.get("error"):
+            lines.append(f"Error: {result['error']}")
+        cond = ((result.get("recorded") or {}).get("conditions") or [{}])[0]
+        return "\n".join(lines + result.get("lines", []) + [
+            f"Recorded by the CronJob controller: {cond.get('type', 'Placed')}={cond.get('status', 'Unknown')} "
+            f"{cond.get('reason', '')}: {cond.get('message', '')}".rstrip(": ") if cond else
+            "Recorded by the CronJob controller: nothing yet (is it running?)"])
     if result.get("error"):
         lines.append(f"Error: {result['error']}")
     lines += result.get("lines") or []

@@ -2,8 +2,9 @@
 
 Identities:
 
-- :data:`CLUSTER_CONTROLLER` (``system:fleetplane:cluster-controller``) and :data:`SPLITTER`
-  (``system:fleetplane:splitter``): the users the in-hub controllers authenticate as, with client
+- :data:`CLUSTER_CONTROLLER` (``system:fleetplane:cluster-controller``), :data:`SPLITTER`
+  (``system:fleetplane:splitter``) and :data:`CRONJOB_CONTROLLER`
+  (``system:fleetplane:cronjob-controller``): the users the in-hub controllers authenticate as, with client
   certificates the hub issues at start (``fleetplane start``: ``<data-dir>/identities/*.kubeconfig``).
 - A **pull-mode Syncer** of Cluster ``<name>`` acts as the ServiceAccount
   :func:`syncer_service_account` (``fleetplane-syncer-<name>``) in namespace
@@ -44,7 +45,8 @@ from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
 from .syncer import constants as sync_constants
 
 __all__ = [
-    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "HPA_CONTROLLER", "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
+    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "CRONJOB_CONTROLLER", "CRONJOB_CONTROLLER_LEASE", "HPA_CONTROLLER",
+    "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
     "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
     "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
     "synced_type_rules",
@@ -57,6 +59,7 @@ CLUSTER_CONTROLLER = "system:fleetplane:cluster-controller"
 SPLITTER = "system:fleetplane:splitter"
 #: the user the in-hub HorizontalPodAutoscaler controller authenticates as; also its ClusterRole and binding
 HPA_CONTROLLER = "system:fleetplane:hpa-controller"
+CRONJOB_CONTROLLER = "system:fleetplane:cronjob-controller"
 #: what every Syncer may do in its logical cluster (bound per Syncer, never by bootstrap)
 SYNCER_ROLE = "system:fleetplane:syncer"
 #: Secrets, for the Syncers of Clusters that sync ``secrets`` (bound per Syncer, only then)
@@ -84,6 +87,7 @@ CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
 SPLITTER_LEASE = "fleetplane-splitter"
 #: ``hpas.run.LEASE_NAME``
 HPA_CONTROLLER_LEASE = "fleetplane-hpa-controller"
+CRONJOB_CONTROLLER_LEASE = "fleetplane-cronjob-controller"
 #: the non-resource path the ``/clusters/*`` wildcard is authorized against (in ``root``)
 WILDCARD_PATH = "/clusters/*"
 #: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
@@ -578,6 +582,38 @@ def _hpa_controller_rules() -> list[dict[str, Any]]:
     )
 
 
+# -- the fleet-wide CronJob controller ----------------------------------------------------------
+
+
+def _cronjob_controller_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:cronjob-controller`` (``fleet/cronjobs/controller.py``), bound to
+    :data:`CRONJOB_CONTROLLER` in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its four informers: cronjobs and
+      jobs (batch), clusterprofiles, customresourcedefinitions (to notice the batch types appear).
+    - jobs ``create`` (a run, placed on a cluster), ``delete`` (history limits, Replace, a lost Job;
+      uid-guarded), ``patch`` (the lost-Job annotation).
+    - cronjobs ``patch`` (the decision annotation) and cronjobs/status ``patch`` (active,
+      lastScheduleTime, lastSuccessfulTime). It never changes a CronJob's spec by intent, but RBAC
+      cannot tell metadata from spec: ``patch`` covers both.
+    - events ``create``, ``patch`` (kube/events.py); leases ``get``, ``update`` on
+      ``kube-system/fleetplane-cronjob-controller`` and ``create``: leader election in root.
+
+    No Deployments, Secrets, RBAC, ServiceAccounts or Clusters.
+    """
+    wide = [("batch", "cronjobs"), ("batch", "jobs"), (ic.GROUP, ic.PLURAL), (APIEXTENSIONS, "customresourcedefinitions")]
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, [g], [r]) for g, r in wide],
+        [_rule(["create", "delete", "patch"], ["batch"], ["jobs"]),
+         _rule(["patch"], ["batch"], ["cronjobs"]),
+         _rule(["patch"], ["batch"], ["cronjobs/status"]),
+         _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [CRONJOB_CONTROLLER_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
 # -- bootstrap policy ----------------------------------------------------------------------------
 
 
@@ -587,13 +623,14 @@ def cluster_roles() -> list[dict[str, Any]]:
         _cluster_role(CLUSTER_CONTROLLER, _cluster_controller_rules()),
         _cluster_role(SPLITTER, _splitter_rules()),
         _cluster_role(HPA_CONTROLLER, _hpa_controller_rules()),
+        _cluster_role(CRONJOB_CONTROLLER, _cronjob_controller_rules()),
         _cluster_role(SYNCER_ROLE, _syncer_rules()),
         _cluster_role(SYNCER_SECRETS_ROLE, _syncer_secrets_rules()),
     ]
 
 
 def cluster_role_bindings() -> list[dict[str, Any]]:
-    """The bootstrap ClusterRoleBindings: the two in-hub controllers, to their users, in every
+    """The bootstrap ClusterRoleBindings: the in-hub controllers, to their users, in every
     logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
     return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER),
-            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER)]
+            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER), _user_binding(CRONJOB_CONTROLLER, CRONJOB_CONTROLLER)]

@@ -1,6 +1,6 @@
 """What the fleet adds to a hub (``fleetplane start``): the Cluster and ClusterDaemonSet APIs,
-its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller and the
-splitter as background controllers, each with its own identity.
+its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller, the
+splitter and the fleet-wide CronJob controller as background controllers, each with its own identity.
 
 The controllers' modules are imported when they start, not when the hub is built: the client
 libraries take longer to import than the hub takes to start.
@@ -16,6 +16,7 @@ from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .cronjobs.options import CronJobOptions
 from .hpas.options import HPAControllerOptions
 from .splitter.options import SplitterOptions
 
@@ -38,6 +39,12 @@ async def run_hpa_controller(options: HPAControllerOptions, ctx: ControllerConte
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_cronjob_controller(options: CronJobOptions, ctx: ControllerContext) -> None:
+    from .cronjobs.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
     """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
@@ -47,6 +54,8 @@ class FleetPlugin:
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
     #: the hub HorizontalPodAutoscaler controller (fleet/hpas), None not to run it
     hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
+    #: the fleet-wide CronJob controller's options (None: not run)
+    cronjobs: CronJobOptions | None = field(default_factory=CronJobOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
@@ -63,3 +72,6 @@ class FleetPlugin:
         if self.hpa_controller is not None:
             hub.controllers.append(Controller("hpa-controller", partial(run_hpa_controller, self.hpa_controller),
                                               identities.HPA_CONTROLLER))
+        if self.cronjobs is not None:
+            hub.controllers.append(Controller("cronjob-controller", partial(run_cronjob_controller, self.cronjobs),
+                                              identities.CRONJOB_CONTROLLER))

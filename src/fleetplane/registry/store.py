@@ -423,7 +423,9 @@ class GenericStore:
             raise self._invalid(rt, obj, errs)
         await self.admission.validate(review)
         meta = obj["metadata"]
-        meta["uid"] = new_uid()
+        # a strategy may have set it in prepare_for_create (kube sets the uid before Validate: a
+        # Job's generated selector names it); the client's own uid was dropped above
+        meta["uid"] = meta.get("uid") or new_uid()
         meta["creationTimestamp"] = now
         if rt.strategy.tracks_generation:
             meta["generation"] = 1

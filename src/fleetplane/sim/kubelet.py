@@ -8,6 +8,15 @@ startTime, waiting container statuses, conditions PodReadyToStartContainers/Init
 ContainersReady/Ready/PodScheduled), and after ``--kubelet-delay`` seconds ``Running``: a
 podIP from the node's pod CIDR, running and ready containers with ids and image ids, every
 condition True (Ready waits for a readiness probe's ``initialDelaySeconds`` if one is set).
+Pods that finish: a pod whose run time is known (the annotation ``sim.fleetplane.io/run-seconds``,
+else every container's command and args reading ``sleep N``, ``sh -c "sleep N"`` or ``exit N``:
+see :func:`run_seconds`) stops that long after its containers started, with exit code 0, or
+the annotation ``sim.fleetplane.io/exit-code`` (``exit N`` in the command gives N too). Under
+``restartPolicy: Never`` the pod ends ``Succeeded`` or ``Failed`` (containers ``terminated``,
+reason Completed or Error); under ``OnFailure`` a failed container (``Always``: any container)
+restarts in place after a back-off (``--kubelet-delay`` doubling per restart, at most 5 min: kube's
+10 s doubling scaled down), ``restartCount`` and ``lastState`` as kube's, ``CrashLoopBackOff``
+waiting meanwhile; a pod that succeeds under OnFailure ends Succeeded. Other pods run forever.
 Timers, not polling, bring each pod to its next state; a restart picks up where the stored
 status is. Deleted pods release their IPs; pods on a deleted node are deleted (pod GC).
 
@@ -24,6 +33,7 @@ import asyncio
 import hashlib
 import ipaddress
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +53,46 @@ COMPONENT = "kubelet"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
 NODE_STATUS_REPORT = 300.0
+RUN_SECONDS = "sim.fleetplane.io/run-seconds"
+EXIT_CODE = "sim.fleetplane.io/exit-code"
+MAX_RESTART_BACKOFF = 300.0
+_SLEEP = re.compile(r"^\s*(?:sleep\s+(\d+(?:\.\d+)?)|exit\s+(\d+))\s*;?\s*$")
+
+
+def _script_seconds(argv: list[str]) -> tuple[float, int] | None:
+    """(seconds, exit code) of ``sleep N``, ``exit N`` or ``sh -c '<one of those>'``; None otherwise."""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash") and argv[1] == "-c":
+        argv = [argv[2]]
+    m = _SLEEP.match(" ".join(argv))
+    if m is None:
+        return None
+    return (float(m.group(1)), 0) if m.group(1) is not None else (0.0, int(m.group(2)))
+
+
+def run_seconds(pod: dict) -> tuple[float, int] | None:
+    """How long a pod's containers run and the exit code they end with, or None (they run
+    forever): the annotations, else every container's ``command`` + ``args`` as a script."""
+    ann = meta(pod).get("annotations") or {}
+    code: int | None = None
+    if ann.get(EXIT_CODE) is not None:
+        try:
+            code = int(ann[EXIT_CODE])
+        except ValueError:
+            code = 1
+    if ann.get(RUN_SECONDS) is not None:
+        try:
+            return max(0.0, float(ann[RUN_SECONDS])), code or 0
+        except ValueError:
+            return None
+    longest: tuple[float, int] | None = None
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        got = _script_seconds([str(a) for a in (c.get("command") or []) + (c.get("args") or [])])
+        if got is None:
+            return None
+        longest = got if longest is None or got[0] > longest[0] else (longest[0], longest[1] or got[1])
+    if longest is None:
+        return None
+    return longest[0], code if code is not None else longest[1]
 
 
 def _lease_path(name: str = "") -> str:
@@ -135,6 +185,8 @@ class Kubelet:
         self.creating: dict[str, float] = {}
         #: pod uid -> monotonic time its containers started stopping (deletion requested)
         self.stopping: dict[str, float] = {}
+        #: pod uid -> monotonic time its containers (last) started running (this process)
+        self.running: dict[str, float] = {}
         self.ips: dict[str, NodeIPs] = {}
         #: pod key -> (node, ip) allocated
         self.pod_ips: dict[str, tuple[str, str]] = {}
@@ -223,7 +275,8 @@ class Kubelet:
                 return
             await self._start(key, pod, node)
             return
-        if status.get("phase") == "Running" and get_condition(status, "Ready") is not None \
+        backing_off = any("waiting" in (c.get("state") or {}) for c in status.get("containerStatuses") or [])
+        if status.get("phase") == "Running" and not backing_off and get_condition(status, "Ready") is not None \
                 and get_condition(status, "Ready").get("status") != "True":  # type: ignore[union-attr]
             running_since = min((parse_time(((c.get("state") or {}).get("running") or {}).get("startedAt")) or time.time())
                                 for c in status.get("containerStatuses") or [{}])
@@ -233,6 +286,88 @@ class Kubelet:
                 return
             ip = status.get("podIP") or self._pod_ip(key, node)
             await self._patch_status(pod, self._running_status(pod, node, ip or "", ready=True))
+            return
+        if status.get("phase") == "Running":
+            await self._run(key, pod, node)
+
+    async def _run(self, key: str, pod: dict, node: dict) -> None:
+        """A running pod whose run time is known: its containers exit when it is up, and the pod
+        ends or its containers restart (restartPolicy), each step on a timer."""
+        known = run_seconds(pod)
+        if known is None:
+            return
+        seconds, code = known
+        status = pod.get("status") or {}
+        uid = meta(pod)["uid"]
+        statuses = status.get("containerStatuses") or []
+        waiting = [c for c in statuses if ((c.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"]
+        if waiting:  # back-off over? the containers run again
+            finished = max(parse_time(((c.get("lastState") or {}).get("terminated") or {}).get("finishedAt")) or 0.0 for c in waiting)
+            remaining = finished + self._backoff(max(int(c.get("restartCount") or 0) for c in waiting)) - time.time()
+            if remaining > 0.001:
+                self.queue.add_after(key, remaining)
+                return
+            stamp = now()
+            restarted = [{**c, "state": {"running": {"startedAt": stamp}}, "ready": True, "started": True} if c in waiting else c
+                         for c in statuses]
+            await self._patch_status(pod, {"containerStatuses": restarted,
+                                           "conditions": _ready_conditions(status, all(c.get("ready") for c in restarted))})
+            self.running[uid] = time.monotonic()
+            self.queue.add_after(key, max(seconds, 0.001))
+            return
+        started = self.running.get(uid)
+        if started is not None:
+            remaining = started + seconds - time.monotonic()
+        else:  # after a restart of this process: the stored startedAt (whole seconds)
+            since = max((parse_time(((c.get("state") or {}).get("running") or {}).get("startedAt")) or time.time())
+                        for c in statuses or [{}])
+            remaining = since + seconds - time.time()
+        if remaining > 0.001:
+            self.queue.add_after(key, remaining)
+            return
+        await self._exit(key, pod, node, code)
+
+    def _backoff(self, restarts: int) -> float:
+        return min(max(self.delay, 0.05) * (2 ** max(restarts - 1, 0)), MAX_RESTART_BACKOFF)
+
+    async def _exit(self, key: str, pod: dict, node: dict, code: int) -> None:
+        """The containers exited with ``code``: the pod is Succeeded or Failed, or (OnFailure
+        with a failure, Always) its containers wait out a back-off and restart in place."""
+        status = pod.get("status") or {}
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        uid = meta(pod)["uid"]
+        stamp = now()
+        restart = policy == "Always" or (policy == "OnFailure" and code != 0)
+        reason = "Completed" if code == 0 else "Error"
+        host = meta(node)["name"]
+        out = []
+        for c in status.get("containerStatuses") or []:
+            terminated: dict[str, Any] = {"exitCode": code, "reason": reason, "finishedAt": stamp,
+                                          "startedAt": ((c.get("state") or {}).get("running") or {}).get("startedAt", stamp)}
+            if c.get("containerID"):
+                terminated["containerID"] = c["containerID"]
+            if restart:
+                restarts = int(c.get("restartCount") or 0) + 1
+                msg = f"back-off {_go_seconds(self._backoff(restarts))} restarting failed container={c.get('name')} pod={meta(pod)['name']}_{meta(pod)['namespace']}({uid})"
+                out.append({**c, "ready": False, "started": False, "restartCount": restarts,
+                            "lastState": {"terminated": terminated},
+                            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": msg}}})
+                self.recorder.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {c.get('name')} in pod "
+                                    f"{meta(pod)['name']}_{meta(pod)['namespace']}({uid})", component=COMPONENT, host=host)
+            else:
+                out.append({**c, "ready": False, "started": False, "state": {"terminated": terminated}})
+        self.running.pop(uid, None)
+        if restart:
+            await self._patch_status(pod, {"containerStatuses": out, "conditions": _ready_conditions(status, False)})
+            self.queue.add_after(key, self._backoff(max(int(c.get("restartCount") or 0) for c in out)))
+            return
+        phase = "Succeeded" if code == 0 else "Failed"
+        why = "PodCompleted" if code == 0 else "PodFailed"
+        conditions = [{**c, "status": "False", "reason": why, "lastTransitionTime": stamp}
+                      if c.get("type") in ("Ready", "ContainersReady") else
+                      {**c, "status": "False", "lastTransitionTime": stamp} if c.get("type") == "PodReadyToStartContainers" else c
+                      for c in status.get("conditions") or []]
+        await self._patch_status(pod, {"phase": phase, "containerStatuses": out, "conditions": conditions})
 
     async def _stop(self, key: str, pod: dict) -> None:
         """A Pod being deleted: its containers stop (as fast as the simulated runtime goes, within
@@ -280,6 +415,10 @@ class Kubelet:
             raise
         self.creating.pop(meta(pod)["uid"], None)
         host = meta(node)["name"]
+        known = run_seconds(pod)
+        if known is not None:
+            self.running[meta(pod)["uid"]] = time.monotonic()
+            self.queue.add_after(key, max(known[0], 0.001))
         for c in (pod.get("spec") or {}).get("containers") or []:
             cname = c.get("name")
             self.recorder.event(pod, "Normal", "Pulled", f'Container image "{c.get("image")}" already present on machine',
@@ -496,6 +635,26 @@ def _node_ip(node: dict) -> str:
     return ""
 
 
+def _go_seconds(s: float) -> str:
+    """A back-off as Go prints a Duration in the kubelet's message ("10s", "1m20s", "500ms")."""
+    if s < 1:
+        return f"{int(s * 1000)}ms"
+    m, sec = divmod(int(s), 60)
+    return f"{m}m{sec}s" if m else f"{sec}s"
+
+
+def _ready_conditions(status: dict, ready: bool) -> list[dict]:
+    """The pod's conditions with Ready and ContainersReady set to ``ready``."""
+    names = " ".join(str(c.get("name", "")) for c in status.get("containerStatuses") or [])
+    out = []
+    for c in status.get("conditions") or []:
+        if c.get("type") in ("Ready", "ContainersReady"):
+            c = _cond(str(c["type"]), "True", status) if ready else \
+                _cond(str(c["type"]), "False", status, "ContainersNotReady", f"containers with unready status: [{names}]")
+        out.append(c)
+    return out
+
+
 def _readiness_delay(pod: dict) -> float:
     delay = 0.0
     for c in (pod.get("spec") or {}).get("containers") or []:
@@ -541,6 +700,7 @@ class _PodHandler(EventHandler):
         self.k.release_ip(key)
         self.k.creating.pop(meta(pod).get("uid", ""), None)
         self.k.stopping.pop(meta(pod).get("uid", ""), None)
+        self.k.running.pop(meta(pod).get("uid", ""), None)
 
 
 class _NodeHandler(EventHandler):

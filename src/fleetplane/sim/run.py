@@ -1,12 +1,12 @@
 """``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
 
 The server serves the hub's types and the workload types of :mod:`fleetplane.apis` (Deployments,
-ReplicaSets, DaemonSets, StatefulSets, Pods, Nodes, PersistentVolumeClaims) and reports
-``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
+ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers, Jobs, CronJobs, Pods, Nodes,
+PersistentVolumeClaims) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the
+controllers start in the same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
-informer per resource (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
-Pods, Nodes, PersistentVolumeClaims) feeds the Deployment, ReplicaSet, DaemonSet, StatefulSet and
-HPA controllers, the volume provisioner, the scheduler and the simulated kubelets. They act on the ``root``
+informer per resource feeds the Deployment, ReplicaSet, DaemonSet, StatefulSet, HPA, Job and
+CronJob controllers, the volume provisioner, the scheduler and the simulated kubelets. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
@@ -29,9 +29,11 @@ from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
+from .cronjob import CronJobController
 from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .hpa import HPAController
+from .job import JobController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
@@ -129,6 +131,8 @@ class SimulatedCluster:
         self.statefulsets = informer("/apis/apps/v1/statefulsets", "statefulsets")
         self.claims = informer("/api/v1/persistentvolumeclaims", "persistentvolumeclaims")
         self.hpas = informer("/apis/autoscaling/v2/horizontalpodautoscalers", "horizontalpodautoscalers")
+        self.jobs = informer("/apis/batch/v1/jobs", "jobs", rs_indexers())
+        self.cronjobs = informer("/apis/batch/v1/cronjobs", "cronjobs")
         #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
         self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
@@ -142,8 +146,10 @@ class SimulatedCluster:
         self.daemonset = DaemonSetController(kcm, self.daemonsets, self.pods, self.nodes, self.recorder)
         self.statefulset = StatefulSetController(kcm, self.statefulsets, self.pods, self.claims, self.recorder)
         self.volumes = VolumeProvisioner(kcm, self.claims, self.pods, self.recorder)
+        self.job = JobController(kcm, self.jobs, self.pods, self.recorder)
+        self.cronjob = CronJobController(kcm, self.cronjobs, self.jobs, self.recorder)
         self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
-                          self.claims, self.hpas]
+                          self.claims, self.hpas, self.jobs, self.cronjobs]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -156,7 +162,7 @@ class SimulatedCluster:
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
                       for c in (self.deployment, self.replicaset, self.hpa, self.scheduler, self.kubelet, self.daemonset,
-                                self.statefulset, self.volumes)]
+                                self.statefulset, self.volumes, self.job, self.cronjob)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:

@@ -252,7 +252,10 @@ def _validate_containers(containers: Any, path: str, names: set[str], *, require
     return errs
 
 
-def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[FieldError]:
+def validate_pod_spec(spec: Any, path: str, *, template: bool = False,
+                      restart_policies: list[str] | None = None) -> list[FieldError]:
+    """``restart_policies``: what a template's owner allows (a Job's: OnFailure, Never); a
+    template otherwise allows Always only."""
     errs: list[FieldError] = []
     if not isinstance(spec, dict):
         return [e.required(path)] if spec is None else [e.invalid(path, spec, "must be an object")]
@@ -260,7 +263,10 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
     errs += _validate_containers(spec.get("containers"), f"{path}.containers", names, required=True)
     errs += _validate_containers(spec.get("initContainers"), f"{path}.initContainers", names, required=False)
     rp = spec.get("restartPolicy")
-    if template:
+    if restart_policies is not None:
+        if rp not in restart_policies:
+            errs.append(e.not_supported(f"{path}.restartPolicy", rp, restart_policies))
+    elif template:
         if rp not in (None, "Always"):
             errs.append(e.not_supported(f"{path}.restartPolicy", rp, ["Always"]))
     elif rp is not None and rp not in _RESTART_POLICIES:
@@ -308,7 +314,8 @@ def validate_pod_spec(spec: Any, path: str, *, template: bool = False) -> list[F
     return errs
 
 
-def validate_template(template: Any, path: str, selector: Any) -> list[FieldError]:
+def validate_template(template: Any, path: str, selector: Any, *,
+                      restart_policies: list[str] | None = None) -> list[FieldError]:
     if not isinstance(template, dict):
         return [e.required(path)]
     errs: list[FieldError] = []
@@ -318,7 +325,7 @@ def validate_template(template: Any, path: str, selector: Any) -> list[FieldErro
     if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")):
         if not selector_matches(selector, labels):
             errs.append(e.invalid_literal(f"{path}.metadata.labels", go_string_map(labels), "`selector` does not match template `labels`"))
-    errs += validate_pod_spec(template.get("spec"), f"{path}.spec", template=True)
+    errs += validate_pod_spec(template.get("spec"), f"{path}.spec", template=True, restart_policies=restart_policies)
     return errs
 
 
