@@ -74,6 +74,29 @@ def _seconds(value: str) -> float:
     return s
 
 
+def _cidr(value: str) -> str:
+    import ipaddress
+
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid CIDR {value!r} (e.g. 10.96.0.0/16)") from None
+    if net.version != 4 or net.num_addresses < 4:
+        raise argparse.ArgumentTypeError(f"invalid CIDR {value!r}: an IPv4 range of at least 4 addresses")
+    return str(net)
+
+
+def _port_range(value: str) -> tuple[int, int]:
+    lo, sep, hi = value.partition("-")
+    try:
+        low, high = int(lo), int(hi)
+    except ValueError:
+        low = high = 0
+    if not sep or not 1 <= low <= high <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port range {value!r} (e.g. 30000-32767)")
+    return low, high
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``cluster`` (with its ``simulate`` subcommand) on the ``fleetplane`` subparsers."""
     cluster = subparsers.add_parser("cluster", help="simulated physical clusters",
@@ -83,7 +106,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "simulate", help="run a simulated physical cluster (Deployments, Pods, Nodes, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
                     "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
-                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. It "
+                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. "
+                    "Services get cluster IPs and node ports from the server as kube-apiserver allocates them; "
+                    "an EndpointSlice controller keeps one discovery.k8s.io/v1 EndpointSlice per Service with a "
+                    "selector (the matching Pods' IPs, targetPorts resolved, Ready as the Pods are); a simulated "
+                    "load balancer gives LoadBalancer Services an ingress IP from a pool. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")
@@ -103,6 +130,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
+    sim.add_argument("--service-cluster-ip-range", type=_cidr, default="10.96.0.0/16", metavar="CIDR",
+                     help="Services' cluster IPs, allocated by the server as a Service is stored, unique, an explicit free "
+                          "one honoured, released on delete (default 10.96.0.0/16, as kubeadm's)")
+    sim.add_argument("--service-node-port-range", type=_port_range, default=(30000, 32767), metavar="LO-HI",
+                     help="node ports of NodePort and LoadBalancer Services, allocated the same way (default 30000-32767)")
+    sim.add_argument("--load-balancer-pool", type=_cidr, default=None, metavar="CIDR",
+                     help="the simulated load balancer's addresses: each LoadBalancer Service gets the lowest free one "
+                          "(or its spec.loadBalancerIP) as status.loadBalancer.ingress, released on delete or type change "
+                          "(default 172.18.<n>.0/24, n derived from --name)")
     sim.set_defaults(func=run_simulate)
     return cluster
 
@@ -114,7 +150,9 @@ def run_simulate(args: argparse.Namespace) -> int:
                    port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
-                   disable_admission_plugins=args.disable_admission_plugins))
+                   disable_admission_plugins=args.disable_admission_plugins,
+                   service_cluster_ip_range=args.service_cluster_ip_range,
+                   service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or ""))
     return 0
 
 

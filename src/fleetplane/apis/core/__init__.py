@@ -4,7 +4,7 @@ hub serves; Pods and Nodes, which only a simulated physical cluster serves."""
 from __future__ import annotations
 
 from ...registry.types import ResourceType
-from . import config, event, namespace, node, pod, serviceaccount
+from . import config, event, namespace, node, pod, service, serviceaccount
 
 
 def resource_types() -> list[ResourceType]:
@@ -14,5 +14,5 @@ def resource_types() -> list[ResourceType]:
 
 
 def workload_resource_types() -> list[ResourceType]:
-    """Fresh ResourceTypes of the core kinds a simulated physical cluster adds: Pods, Nodes."""
-    return [*pod.resource_types(), *node.resource_types()]
+    """Fresh ResourceTypes of the core kinds a simulated physical cluster adds: Pods, Nodes, Services."""
+    return [*pod.resource_types(), *node.resource_types(), *service.resource_types()]
