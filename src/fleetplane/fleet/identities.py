@@ -84,7 +84,9 @@ SPLITTER_LEASE = "fleetplane-splitter"
 WILDCARD_PATH = "/clusters/*"
 #: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
 #: what a Cluster without ``spec.resources`` syncs, and so what the static roles cover
-SYNCER_DEFAULT_RESOURCES: tuple[str, ...] = ("deployments.apps", "configmaps", "secrets", "serviceaccounts")
+SYNCER_DEFAULT_RESOURCES: tuple[str, ...] = (
+    "deployments.apps", "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims",
+    "daemonsets.apps", "statefulsets.apps", "jobs.batch", "cronjobs.batch", "horizontalpodautoscalers.autoscaling")
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 API_VERSION = f"{RBAC_GROUP}/v1"
@@ -211,8 +213,10 @@ def _syncer_rules() -> list[dict[str, Any]]:
     - namespaces ``get``, ``list``, ``watch``, ``patch``: namespaces are always a synced type
       (syncer/__init__.py:215), with the calls of :func:`synced_type_rules`.
     - the other default synced types (:data:`SYNCER_DEFAULT_RESOURCES` without secrets):
-      configmaps and serviceaccounts (core), deployments (apps; an imported CRD on the hub), with
-      ``deployments/status`` -- see :func:`synced_type_rules`. Other types a Cluster names need
+      configmaps and serviceaccounts (core, built-in on the hub); services and persistentvolumeclaims
+      (core, imported CRDs ``<plural>.core`` served under ``/api/v1``); deployments, daemonsets,
+      statefulsets (apps), jobs, cronjobs (batch), horizontalpodautoscalers (autoscaling), all imported
+      CRDs, with their ``/status`` -- see :func:`synced_type_rules`. Other types a Cluster names need
       their own grant (:func:`syncer_role_binding` ``resources=``); ``"*"`` cannot be expressed.
     - events ``create`` and ``patch``: the Syncer's EventRecorder (syncer/__init__.py:107) creates
       Events (kube/events.py:123) and bumps the count of repeats within 10 minutes

@@ -9,6 +9,7 @@ created and its resources are served in the same revision.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from functools import cache
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -30,6 +31,24 @@ CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 #: Kubernetes' API groups without a dot: CRDs may claim them, so that a physical cluster's
 #: built-in types (apps/v1 Deployments...) can be imported as CRDs, as kcp's prototype did.
 KUBE_GROUPS_WITHOUT_DOT = frozenset({"apps", "batch", "autoscaling", "policy"})
+#: the name suffix of a CRD in the core group (``spec.group: ""``): ``pods.core``, kcp's convention
+#: for a physical cluster's core types (Services, Pods...) imported into a logical cluster
+CORE_SUFFIX = "core"
+
+
+def crd_name(plural: str, group: str) -> str:
+    """A CRD's required name: ``<plural>.<group>``, ``<plural>.core`` in the core group."""
+    return f"{plural}.{group or CORE_SUFFIX}"
+
+
+@cache
+def _core_builtins() -> tuple[frozenset[str], frozenset[str]]:
+    """The plurals (and singulars) and kinds of the core types the hub serves itself: a core CRD
+    may not claim them, so nobody can shadow a built-in."""
+    from ..apis import builtin_types
+
+    core = [rt for rt in builtin_types() if not rt.group]
+    return frozenset(n for rt in core for n in (rt.plural, rt.singular)), frozenset(rt.kind for rt in core)
 
 
 def default_crd(obj: dict[str, Any]) -> None:
@@ -71,7 +90,15 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
         if names.get(f) is not None and not isinstance(names.get(f), str):
             errs.append(e.invalid(f"spec.names.{f}", names[f], "must be a string"))
             names = {k: v for k, v in names.items() if k != f}
-    if not group:
+    meta_name = (obj.get("metadata") or {}).get("name")
+    core = group == "" and isinstance(meta_name, str) and meta_name.endswith("." + CORE_SUFFIX)
+    if core:
+        plurals, kinds = _core_builtins()
+        if names.get("plural") in plurals:
+            errs.append(e.invalid("spec.names.plural", names["plural"], "the hub serves this core resource itself"))
+        if names.get("kind") in kinds:
+            errs.append(e.invalid("spec.names.kind", names["kind"], "the hub serves this core kind itself"))
+    elif not group:
         errs.append(e.required("spec.group"))
     elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or ("." not in group and group not in KUBE_GROUPS_WITHOUT_DOT):
         errs.append(e.invalid("spec.group", group, "should be a domain with at least one dot"))
@@ -89,7 +116,7 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
         if not isinstance(sn, str) or not DNS1123_LABEL.match(sn):
             errs.append(e.invalid(f"spec.names.shortNames[{i}]", sn, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"))
     name = (obj.get("metadata") or {}).get("name")
-    if plural and group and name != f"{plural}.{group}":
+    if plural and (group or core) and name != crd_name(str(plural), str(group)):
         errs.append(e.invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"))
     scope = spec.get("scope")
     if scope not in ("Namespaced", "Cluster"):

@@ -12,6 +12,13 @@ CLUSTER_LABEL = "kcp.dev/cluster"
 KCP_CLUSTER_ANNOTATION = "kcp.io/cluster"
 
 PREFIX = "fleetplane.io/"
+
+#: synced when the Cluster does not say otherwise ("*" = every namespaced, watchable type). Only
+#: the ones the cluster serves are synced: a type of this set the cluster lacks is a note, not an
+#: error (a type named beyond it that the cluster lacks is a TypeImportFailed error)
+DEFAULT_RESOURCES: tuple[str, ...] = (
+    "deployments.apps", "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims",
+    "daemonsets.apps", "statefulsets.apps", "jobs.batch", "cronjobs.batch", "horizontalpodautoscalers.autoscaling")
 #: downstream: objects (and namespaces) the syncer manages carry this label; the value is the
 #: hub logical cluster, ':' written as '.' (a label value cannot hold ':'; a cluster name has no '.')
 MANAGED_LABEL = PREFIX + "logical-cluster"
