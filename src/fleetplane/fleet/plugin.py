@@ -1,6 +1,6 @@
 """What the fleet adds to a hub (``fleetplane start``): the Cluster and ClusterDaemonSet APIs,
-its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller and the
-splitter as background controllers, each with its own identity.
+its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller, the
+splitter and the Service controller as background controllers, each with its own identity.
 
 The controllers' modules are imported when they start, not when the hub is built: the client
 libraries take longer to import than the hub takes to start.
@@ -16,6 +16,7 @@ from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .services.options import ServiceControllerOptions
 from .splitter.options import SplitterOptions
 
 
@@ -31,13 +32,20 @@ async def run_splitter(options: SplitterOptions, ctx: ControllerContext) -> None
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_service_controller(options: ServiceControllerOptions, ctx: ControllerContext) -> None:
+    from .services.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
-    """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
+    """``cluster_controller``, ``splitter`` and ``service_controller`` are the controllers' options; None not to run that
     controller (its API is still served)."""
 
     cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
+    service_controller: ServiceControllerOptions | None = field(default_factory=ServiceControllerOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
@@ -51,3 +59,7 @@ class FleetPlugin:
         if self.splitter is not None:
             hub.controllers.append(Controller("splitter", partial(run_splitter, self.splitter),
                                               identities.SPLITTER))
+        if self.service_controller is not None:
+            hub.controllers.append(Controller("service-controller",
+                                              partial(run_service_controller, self.service_controller),
+                                              identities.SERVICE_CONTROLLER))
