@@ -173,3 +173,92 @@ def test_kubectl_create_service_sends_protobuf_and_an_imported_service_takes_it(
     assert "service/front created" in out.out
     got = lc("GET", "/api/v1/namespaces/default/services/front")[1]
     assert got["spec"]["ports"][0]["port"] == 80 and got["spec"]["ports"][0]["targetPort"] == 8080, got
+
+
+def test_strategic_merge_patch_on_an_imported_builtin_kind_uses_the_builtins_merge_keys(lc: Cluster) -> None:
+    """kube refuses strategic merge patch on custom resources; a CRD importing a built-in kind (v1 Pod)
+    takes it, merging lists by the built-in's keys (containers by name), which a CRD cannot carry."""
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    pod = core_crd("pods", "Pod", short="po")
+    pod["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"] = {"spec": free, "status": free}
+    lc.crd(pod)
+    lc.crd(core_crd("gadgets", "Gadget"))
+    base = "/api/v1/namespaces/default"
+    assert lc("POST", f"{base}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}]}, {"name": "b", "image": "b:1"}]}})[0] == 201
+    code, out = lc("PATCH", f"{base}/pods/p", {"spec": {"containers": [{"name": "a", "image": "a:2"}]}},
+                   content_type="application/strategic-merge-patch+json")
+    assert code == 200, out
+    assert out["spec"]["containers"] == [{"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}]},
+                                         {"name": "b", "image": "b:1"}]
+    lc.k("set", "image", "pod/p", "b=b:2", "-n", "default")
+    assert [c["image"] for c in lc("GET", f"{base}/pods/p")[1]["spec"]["containers"]] == ["a:2", "b:2"]
+    # an ordinary custom type still answers kube's 415
+    assert lc("POST", f"{base}/gadgets", {"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}})[0] == 201
+    code, out = lc("PATCH", f"{base}/gadgets/g", {"spec": {"color": "red"}}, content_type="application/strategic-merge-patch+json")
+    assert code == 415 and "application/strategic-merge-patch+json" not in out["message"], out
+    # the OpenAPI PATCH operations say which takes it
+    paths = lc("GET", "/openapi/v3/api/v1")[1]["paths"]
+    assert "application/strategic-merge-patch+json" in paths["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]["requestBody"]["content"]
+    assert "application/strategic-merge-patch+json" not in paths["/api/v1/namespaces/{namespace}/gadgets/{name}"]["patch"]["requestBody"]["content"]
+
+
+def test_kubectl_apply_on_an_imported_builtin_kind_removes_list_elements(lc: Cluster) -> None:
+    """kubectl computes its apply patch from the published schema: an imported built-in kind's OpenAPI
+    carries the built-in's patch strategies and merge keys, so a container taken out of the manifest
+    is deleted by the server's merge by name (not kept, as a whole-list patch merged by name would)."""
+    container = {"type": "object", "properties": {"name": {"type": "string"}, "image": {"type": "string"}}}
+    pod = core_crd("pods", "Pod", short="po")
+    pod["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"] = {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                 "properties": {"containers": {"type": "array", "items": container}}},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    lc.crd(pod)
+    schemas = lc("GET", "/openapi/v3/api/v1")[1]["components"]["schemas"]
+    containers = schemas["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name" and containers["x-kubernetes-patch-strategy"] == "merge"
+    v2 = lc("GET", "/openapi/v2")[1]["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["properties"]
+    assert v2["containers"]["x-kubernetes-patch-merge-key"] == "name"
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two"},
+                "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}
+    lc.k("apply", "-n", "default", "-f", "-", stdin=json.dumps(manifest))
+    manifest["spec"]["containers"] = [{"name": "b", "image": "b:2"}]
+    lc.k("apply", "-n", "default", "-f", "-", stdin=json.dumps(manifest))
+    got = lc("GET", "/api/v1/namespaces/default/pods/two")[1]
+    assert got["spec"]["containers"] == [{"name": "b", "image": "b:2"}], got["spec"]
+
+
+def free_crd(group: str, plural: str, kind: str, version: str = "v1", scale: bool = False) -> dict:
+    """An imported built-in kind, as the Syncer would make it, with a schema that keeps everything."""
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    sub: dict = {"status": {}}
+    if scale:
+        sub["scale"] = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group or 'core'}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                     "versions": [{"name": version, "served": True, "storage": True, "subresources": sub,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "spec": free, "status": free}}}}]}}
+
+
+def test_kubectl_expose_and_autoscale_on_imported_kinds(lc: Cluster) -> None:
+    """With Deployments, Services and HorizontalPodAutoscalers imported, kubectl's generators work
+    on the hub as on a cluster (they POST protobuf)."""
+    code, out = lc("POST", CRDS, free_crd("apps", "deployments", "Deployment", scale=True))
+    assert code == 201, out
+    lc.crd(free_crd("", "services", "Service"))
+    code, out = lc("POST", CRDS, free_crd("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "v2"))
+    assert code == 201, out
+    wait_for(lambda: lc("GET", "/apis/autoscaling/v2/horizontalpodautoscalers")[0] == 200
+             and lc("GET", "/apis/apps/v1/deployments")[0] == 200, 15, what="served")
+    k = lc.k
+    k("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "-n", "default")
+    k("expose", "deployment", "web", "--port=80", "--target-port=8080", "-n", "default")
+    svc = lc("GET", "/api/v1/namespaces/default/services/web")[1]
+    assert svc["spec"]["selector"] == {"app": "web"} and svc["spec"]["ports"][0]["port"] == 80, svc
+    k("autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=80", "-n", "default")
+    hpa = lc("GET", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web")[1]
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, hpa
+    assert hpa["spec"]["maxReplicas"] == 5

@@ -112,3 +112,44 @@ def test_default_types_the_cluster_lacks_are_notes_not_errors(hub, downstream, s
     assert h.notes["statefulsets.apps"] == f"cluster {cluster} does not serve statefulsets.apps"
     assert {t.split(".")[0] for t in h.types} == {"configmaps", "secrets", "serviceaccounts"}
     assert up.get(f"{CRDS}/services.core") is None
+
+
+def test_kubectl_set_image_scale_and_rollout_on_an_imported_deployment(hub, sim, start_syncer, names, kubectl_in):
+    """The hub's Deployments are an imported CRD; kubectl's strategic merge patches work on them as
+    on a cluster (merged by the built-in's keys: containers by name) and reach the cluster."""
+    lc, cluster = names("lc"), names("c")
+    up, down = Api(hub, lc), Api(sim, "root")
+    start_syncer(cluster, target(hub, lc), target(sim, "root"), resources=("deployments.apps",))
+    wait_for(lambda: up.get(f"{CRDS}/deployments.apps"), 20, what="deployments imported")
+    up.ns("demo")
+    k = kubectl_in(lc, "1.33", namespace="demo")
+    k("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"kcp.dev/cluster": cluster}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                     {"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "10m"}}},
+                     {"name": "log", "image": "busybox:1"}]}}}}))
+    deploys = "/apis/apps/v1/namespaces/demo/deployments"
+    wait_for(lambda: down.get(f"{deploys}/web"), 20, what="the Deployment in the cluster")
+    k("set", "image", "deployment/web", "web=nginx:1.28")
+    containers = up.get(f"{deploys}/web")["spec"]["template"]["spec"]["containers"]
+    assert containers == [{"name": "web", "image": "nginx:1.28", "resources": {"requests": {"cpu": "10m"}}},
+                          {"name": "log", "image": "busybox:1"}], containers
+    k("scale", "deployment/web", "--replicas=2")
+    k("rollout", "restart", "deployment/web")
+    hub_obj = up.get(f"{deploys}/web")
+    assert hub_obj["spec"]["replicas"] == 2
+    assert "kubectl.kubernetes.io/restartedAt" in hub_obj["spec"]["template"]["metadata"]["annotations"]
+
+    def cluster_has_it() -> bool:
+        d = down.get(f"{deploys}/web") or {}
+        spec = d.get("spec") or {}
+        return spec.get("replicas") == 2 and [c["image"] for c in spec["template"]["spec"]["containers"]] == [
+            "nginx:1.28", "busybox:1"] and "kubectl.kubernetes.io/restartedAt" in (
+                spec["template"]["metadata"].get("annotations") or {})
+    wait_for(cluster_has_it, 20, what="the patched Deployment in the cluster")
+    assert "successfully rolled out" in k("rollout", "status", "deployment/web", "--timeout=60s").out
+    k("rollout", "pause", "deployment/web")
+    assert up.get(f"{deploys}/web")["spec"]["paused"] is True
+    k("rollout", "resume", "deployment/web")
+    assert not up.get(f"{deploys}/web")["spec"].get("paused")

@@ -16,6 +16,7 @@ from . import (
     admissionregistration,
     apiextensions,
     apps,
+    autoscaling,
     coordination,
     core,
     discovery,
@@ -37,8 +38,9 @@ def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> l
 
 
 def workload_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for Deployments, ReplicaSets, Pods and Nodes (simulated clusters)."""
-    return [*apps.resource_types(), *core.workload_resource_types(),
+    """Fresh ResourceType objects for Deployments, ReplicaSets, HorizontalPodAutoscalers, Pods, Nodes,
+    Services, EndpointSlices, ... (simulated clusters)."""
+    return [*apps.resource_types(), *autoscaling.resource_types(), *core.workload_resource_types(),
             *discovery.resource_types()]
 
 

@@ -1,9 +1,12 @@
 """``fleetplane cluster``: simulated physical clusters.
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
---node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--insecure-http]`` serves a
-cluster that behaves like a real one to a client (Deployments, ReplicaSets, Pods, Nodes and
-their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+--node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
+[--hpa-downscale-stabilization S] [--service-cluster-ip-range CIDR] [--service-node-port-range LO-HI]
+[--load-balancer-pool CIDR] [--insecure-http]`` serves a cluster that behaves like a real
+one to a client (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
+Pods, Nodes, PersistentVolumeClaims, Services, EndpointSlices and their controllers, a scheduler,
+a toy volume provisioner, a simulated load balancer and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -103,10 +106,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                     description="Simulated physical Kubernetes clusters.")
     sub = cluster.add_subparsers(dest="cluster_command", required=True)
     sim = sub.add_parser(
-        "simulate", help="run a simulated physical cluster (Deployments, Pods, Nodes, scheduler, kubelets)",
+        "simulate", help="run a simulated physical cluster (Deployments, DaemonSets, StatefulSets, Pods, Nodes, "
+                         "PersistentVolumeClaims, Services, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
-                    "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
-                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. "
+                    "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, "
+                    "autoscaling/v2 (and v1) HorizontalPodAutoscalers and core/v1 Pods, Nodes and "
+                    "PersistentVolumeClaims, a Deployment, a ReplicaSet and an HPA controller, "
+                    "a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
+                    "the template's node selector and affinity and tolerating its taints (bound through node "
+                    "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
+                    "controller creates pods <name>-<ordinal> from spec.ordinals.start in order (OrderedReady: "
+                    "each Ready for minReadySeconds before the next; or Parallel), scales down and rolls updates from the highest "
+                    "ordinal, and creates claims <template>-<name>-<ordinal> from volumeClaimTemplates, kept or "
+                    "deleted per the retention policy; a toy provisioner binds every PersistentVolumeClaim at once "
+                    "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects) and holds a deleted "
+                    "claim (pvc-protection finalizer) while a pod uses it. "
                     "Services get cluster IPs and node ports from the server as kube-apiserver allocates them; "
                     "an EndpointSlice controller keeps one discovery.k8s.io/v1 EndpointSlice per Service with a "
                     "selector (the matching Pods' IPs, targetPorts resolved, Ready as the Pods are); a simulated "
@@ -127,6 +141,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="how long a scheduled pod stays ContainerCreating before it is Running and Ready (default 1)")
     sim.add_argument("--heartbeat-interval", type=_seconds, default=10.0, metavar="SECONDS",
                      help="how often the kubelets renew their node leases (default 10, as kube)")
+    sim.add_argument("--hpa-sync-period", type=_seconds, default=15.0, metavar="SECONDS",
+                     help="how often the HorizontalPodAutoscaler controller syncs each HPA (default 15, kube's "
+                          "--horizontal-pod-autoscaler-sync-period); a Pod's simulated CPU utilisation is its "
+                          "annotation sim.fleetplane.io/cpu-utilization: \"<percent>\" (e.g. on the pod template)")
+    sim.add_argument("--hpa-downscale-stabilization", type=_seconds, default=300.0, metavar="SECONDS",
+                     help="the scale-down stabilisation window of HPAs whose behavior sets none (default 300, kube's "
+                          "--horizontal-pod-autoscaler-downscale-stabilization)")
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
@@ -152,7 +173,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
                    disable_admission_plugins=args.disable_admission_plugins,
                    service_cluster_ip_range=args.service_cluster_ip_range,
-                   service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or ""))
+                   service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or "",
+                   hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
     return 0
 
 

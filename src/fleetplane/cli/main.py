@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
+from ..fleet.hpas.options import START_FLAGS as HPA_START_FLAGS
+from ..fleet.hpas.options import HPAControllerOptions
 from ..fleet.services.options import START_FLAGS as SERVICE_CONTROLLER_START_FLAGS
 from ..fleet.services.options import ServiceControllerOptions
 from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
@@ -61,7 +63,9 @@ def _start(args: argparse.Namespace) -> int:
         splitter=None if args.no_splitter else from_args(
             SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS),
         service_controller=None if args.no_service_controller else from_args(
-            ServiceControllerOptions, args, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS))
+            ServiceControllerOptions, args, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS),
+        hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
+            HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,
@@ -158,6 +162,10 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-service-controller", action="store_true",
                        help="do not run the Service controller (Services on the hub go to their workloads' clusters)")
     add_arguments(start, ServiceControllerOptions, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS)
+    start.add_argument("--no-hpa-controller", action="store_true",
+                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
+                            "it does not run with --no-splitter either)")
+    add_arguments(start, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

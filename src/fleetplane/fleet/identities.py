@@ -44,8 +44,8 @@ from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
 from .syncer import constants as sync_constants
 
 __all__ = [
-    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SERVICE_CONTROLLER",
-    "SERVICE_CONTROLLER_LEASE", "SPLITTER", "SPLITTER_LEASE",
+    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "HPA_CONTROLLER", "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE",
+    "SERVICE_CONTROLLER", "SERVICE_CONTROLLER_LEASE", "SPLITTER", "SPLITTER_LEASE",
     "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
     "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
     "synced_type_rules",
@@ -58,6 +58,8 @@ CLUSTER_CONTROLLER = "system:fleetplane:cluster-controller"
 SPLITTER = "system:fleetplane:splitter"
 #: the user the in-hub Service controller authenticates as; also its ClusterRole and binding
 SERVICE_CONTROLLER = "system:fleetplane:service-controller"
+#: the user the in-hub HorizontalPodAutoscaler controller authenticates as; also its ClusterRole and binding
+HPA_CONTROLLER = "system:fleetplane:hpa-controller"
 #: what every Syncer may do in its logical cluster (bound per Syncer, never by bootstrap)
 SYNCER_ROLE = "system:fleetplane:syncer"
 #: Secrets, for the Syncers of Clusters that sync ``secrets`` (bound per Syncer, only then)
@@ -85,6 +87,8 @@ CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
 SPLITTER_LEASE = "fleetplane-splitter"
 #: ``services.run.LEASE_NAME``
 SERVICE_CONTROLLER_LEASE = "fleetplane-service-controller"
+#: ``hpas.run.LEASE_NAME``
+HPA_CONTROLLER_LEASE = "fleetplane-hpa-controller"
 #: the non-resource path the ``/clusters/*`` wildcard is authorized against (in ``root``)
 WILDCARD_PATH = "/clusters/*"
 #: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
@@ -583,6 +587,36 @@ def _service_controller_rules() -> list[dict[str, Any]]:
     )
 
 
+# -- the HPA controller ----------------------------------------------------------------------------
+
+
+def _hpa_controller_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:hpa-controller`` (``fleet/hpas/controller.py``), bound to
+    :data:`HPA_CONTROLLER` in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` of horizontalpodautoscalers (autoscaling) and deployments
+      (apps): its two informers.
+    - horizontalpodautoscalers ``create``, ``update``, ``delete`` (the child HPAs, uid-guarded
+      deletes), ``patch`` (kube's defaults into a parent the hub stored without them) and horizontalpodautoscalers/status ``update`` (the parent's aggregated status). RBAC
+      cannot tell parents from children (a label): these apply to every HPA.
+    - deployments ``patch``: the parent's ``autoscaling.fleetplane.io/hpa`` annotation and its
+      ``spec.replicas`` (the sum of its children's). It never creates, updates or deletes a Deployment.
+    - events ``create``, ``patch`` (kube/events.py); leases for leader election in root.
+
+    No Secrets, no RBAC, no Clusters or ClusterProfiles.
+    """
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, ["autoscaling"], ["horizontalpodautoscalers"]), _rule(_WATCH_VERBS, [APPS], ["deployments"])],
+        [_rule(["create", "delete", "patch", "update"], ["autoscaling"], ["horizontalpodautoscalers"]),
+         _rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+         _rule(["patch"], [APPS], ["deployments"]),
+         _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [HPA_CONTROLLER_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
 # -- bootstrap policy ----------------------------------------------------------------------------
 
 
@@ -592,13 +626,14 @@ def cluster_roles() -> list[dict[str, Any]]:
         _cluster_role(CLUSTER_CONTROLLER, _cluster_controller_rules()),
         _cluster_role(SPLITTER, _splitter_rules()),
         _cluster_role(SERVICE_CONTROLLER, _service_controller_rules()),
+        _cluster_role(HPA_CONTROLLER, _hpa_controller_rules()),
         _cluster_role(SYNCER_ROLE, _syncer_rules()),
         _cluster_role(SYNCER_SECRETS_ROLE, _syncer_secrets_rules()),
     ]
 
 
 def cluster_role_bindings() -> list[dict[str, Any]]:
-    """The bootstrap ClusterRoleBindings: the two in-hub controllers, to their users, in every
+    """The bootstrap ClusterRoleBindings: the in-hub controllers, to their users, in every
     logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
     return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER),
-            _user_binding(SERVICE_CONTROLLER, SERVICE_CONTROLLER)]
+            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER), _user_binding(SERVICE_CONTROLLER, SERVICE_CONTROLLER)]

@@ -16,6 +16,7 @@ from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .hpas.options import HPAControllerOptions
 from .services.options import ServiceControllerOptions
 from .splitter.options import SplitterOptions
 
@@ -38,14 +39,22 @@ async def run_service_controller(options: ServiceControllerOptions, ctx: Control
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_hpa_controller(options: HPAControllerOptions, ctx: ControllerContext) -> None:
+    from .hpas.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
-    """``cluster_controller``, ``splitter`` and ``service_controller`` are the controllers' options; None not to run that
-    controller (its API is still served)."""
+    """``cluster_controller``, ``splitter``, ``service_controller`` and ``hpa_controller`` are the
+    controllers' options; None not to run that controller (its API is still served)."""
 
     cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
     service_controller: ServiceControllerOptions | None = field(default_factory=ServiceControllerOptions)
+    #: the hub HorizontalPodAutoscaler controller (fleet/hpas), None not to run it
+    hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
@@ -63,3 +72,6 @@ class FleetPlugin:
             hub.controllers.append(Controller("service-controller",
                                               partial(run_service_controller, self.service_controller),
                                               identities.SERVICE_CONTROLLER))
+        if self.hpa_controller is not None:
+            hub.controllers.append(Controller("hpa-controller", partial(run_hpa_controller, self.hpa_controller),
+                                              identities.HPA_CONTROLLER))

@@ -37,6 +37,12 @@ SYNC_STATE_ANNOTATION = PREFIX + "sync-state"
 ADOPT_ANNOTATION = PREFIX + "adopt"
 #: hub objects: comma-separated field paths kept as the cluster has them (retain rule "annotation")
 RETAIN_ANNOTATION = PREFIX + "retain"
+#: hub objects: the name the object has in its cluster (same namespace), when it is not its hub
+#: name: a Service or StatefulSet split over clusters keeps the parent's name in every cluster
+#: while the hub holds one child per cluster, ``<name>--<cluster>`` (set by the splitter)
+DOWNSTREAM_NAME_ANNOTATION = PREFIX + "downstream-name"
+#: downstream: the hub object's name, on a cluster object synced under a downstream name
+UPSTREAM_NAME_ANNOTATION = PREFIX + "upstream-name"
 
 #: hub CRDs imported from clusters: one label per cluster offering a compatible schema
 IMPORTED_FROM_PREFIX = PREFIX + "imported-from-"

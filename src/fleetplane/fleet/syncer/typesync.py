@@ -4,10 +4,10 @@ to the cluster, polled (there is no watch on api-resources).
 A type the cluster defines with a CRD is imported as that CRD (schema, subresources, printer
 columns); a built-in type from the cluster's OpenAPI v3 as a structural CRD with status and
 scale subresources from discovery; a core (v1) type as a CRD in the core group named
-``<plural>.core`` (kcp's convention), which the hub serves under ``/api/v1``. Several clusters offering one type: the first schema stays
-on the hub; another cluster's schema that accepts everything the hub's does is recorded as
-compatible (label ``fleetplane.io/imported-from-<cluster>``), anything else is a conflict,
-reported (CRD annotation, Event, health) and never applied. Nothing here deletes a CRD.
+``<plural>.core`` (kcp's convention), which the hub serves under ``/api/v1``. Several clusters
+offering one type: the first schema stays on the hub; another cluster's schema that accepts
+everything the hub's does is recorded as compatible (label ``fleetplane.io/imported-from-<cluster>``),
+anything else is a conflict, reported (CRD annotation, Event, health) and never applied. Nothing here deletes a CRD.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from ...apimachinery.validation import crd_name
 from ...kube.client import MERGE_PATCH, ApiError
-from ...registry.crd import crd_name
 from . import constants as C
 from .discovery import ApiResource, Discovery, discover, parse_resource
 from .host import SyncerHost
@@ -65,8 +65,6 @@ class TypeSync:
         self._openapi_index: dict[str, str] | None = None
         #: name -> last conflict message reported as an Event (to report each once)
         self._reported: dict[str, str] = {}
-        #: types requested by name (not only through "*")
-        self._explicit: set[str] = set()
         #: (group version, OpenAPI hash, kind, subresources) -> the CRD spec built from it
         self._candidates: dict[tuple, dict] = {}
 
@@ -80,7 +78,6 @@ class TypeSync:
             if ((crd["metadata"].get("annotations") or {}).get(C.ORIGIN_ANNOTATION) != "imported")}
         hub_plurals = {n.split(".", 1)[0] for n in hub_defined}
         out: list[ApiResource] = []
-        self._explicit = set()
         specs = list(self.syncer.resources)
         if "*" in specs:
             for res in disc.all_preferred():
@@ -108,7 +105,6 @@ class TypeSync:
             if not r.watchable:
                 report.errors[spec] = f"{spec} cannot be listed and watched"
                 continue
-            self._explicit.add(r.group_resource)
             if r not in out:
                 out.append(r)
         return out
