@@ -67,10 +67,10 @@ class ServiceWorld(World):
         return c
 
     def services_in(self, cluster: str, parent: str) -> list[dict]:
-        """The cluster's Services that came from the hub for ``parent`` (named after it, or after its
-        hub child while the Syncer does not rename)."""
+        """The cluster's Services that came from the hub for ``parent``: its child arrives under the
+        parent's own name (``fleetplane.io/downstream-name``)."""
         items = self.clusters[cluster].kubectl().get_json("services", "-n", "default")["items"]
-        return [s for s in items if s["metadata"]["name"] in (parent, f"{parent}--{cluster}")
+        return [s for s in items if s["metadata"]["name"] == parent
                 and "fleetplane.io/logical-cluster" in (s["metadata"].get("labels") or {})]
 
     def hub_service(self, name: str) -> dict:
