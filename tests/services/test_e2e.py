@@ -145,6 +145,12 @@ def test_a_load_balancer_service_through_the_hub(world: ServiceWorld) -> None:
     k("expose", "deployment", "web", "--name", "web-internal", "--port", "8080")
     wait_for(lambda: all(world.services_in(c, "web-internal") for c in ("east", "west")), 60, interval=0.3,
              what="the exposed Service in both clusters")
+    # a change on the hub reaches the clusters; each keeps the ClusterIP it allocated
+    ips_before = {c: world.services_in(c, "web-internal")[0]["spec"]["clusterIP"] for c in ("east", "west")}
+    k("patch", "service", "web-internal", "--type=merge", "-p", '{"spec":{"ports":[{"port":9090,"targetPort":8080}]}}')
+    wait_for(lambda: all(world.services_in(c, "web-internal")[0]["spec"]["ports"][0]["port"] == 9090
+                         for c in ("east", "west")), 60, interval=0.3, what="the new port in both clusters")
+    assert {c: world.services_in(c, "web-internal")[0]["spec"]["clusterIP"] for c in ("east", "west")} == ips_before
 
     # scaled out of a cluster: that cluster's Service children go (on the hub and in the cluster)
     k("scale", "deployment/web", "--replicas=1")
