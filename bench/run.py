@@ -161,6 +161,10 @@ def render(r: dict, machine: str, when: str) -> str:
         from . import fleet_capacity
 
         lines += ["", *fleet_capacity.render(r["capacity"])]
+    if "services" in r:
+        from . import services as services_bench
+
+        lines += ["", *services_bench.render(r["services"])]
     if "syncer" in r:
         y = r["syncer"]
         lines += [
@@ -255,6 +259,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import split as split_bench
 
         results["split"] = split_bench.run(100 if quick else 1000, 3 if quick else 10, 3)
+    if want("services"):
+        from . import services as services_bench
+
+        results["services"] = asyncio.run(services_bench.run(20 if quick else 100, 3))
     if want("capacity"):
         from . import fleet_capacity
 

@@ -54,6 +54,8 @@ ROOTS = [
     "io.k8s.api.core.v1.Event", "io.k8s.api.core.v1.EventList",
     "io.k8s.api.core.v1.Pod", "io.k8s.api.core.v1.PodList",
     "io.k8s.api.core.v1.Node", "io.k8s.api.core.v1.NodeList",
+    "io.k8s.api.core.v1.Service", "io.k8s.api.core.v1.ServiceList",
+    "io.k8s.api.discovery.v1.EndpointSlice", "io.k8s.api.discovery.v1.EndpointSliceList",
     "io.k8s.api.events.v1.Event", "io.k8s.api.events.v1.EventList",
     "io.k8s.api.coordination.v1.Lease", "io.k8s.api.coordination.v1.LeaseList",
     "io.k8s.api.apps.v1.Deployment", "io.k8s.api.apps.v1.DeploymentList",

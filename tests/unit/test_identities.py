@@ -407,7 +407,7 @@ def check_rule(r: dict) -> None:
 
 def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
     bindings = {b["metadata"]["name"]: b for b in ids.cluster_role_bindings()}
-    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER}
+    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER, ids.SERVICE_CONTROLLER}
     assert ids.HPA_CONTROLLER == "system:fleetplane:hpa-controller"
     assert ids.CLUSTER_CONTROLLER == "system:fleetplane:cluster-controller"
     assert ids.SPLITTER == "system:fleetplane:splitter"
@@ -420,8 +420,8 @@ def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
         assert b["subjects"] == [{"apiGroup": RBAC, "kind": "User", "name": name}]
     bound = {b["roleRef"]["name"] for b in bindings.values()}
     assert ids.SYNCER_ROLE not in bound and ids.SYNCER_SECRETS_ROLE not in bound
-    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER, ids.SYNCER_ROLE,
-                            ids.SYNCER_SECRETS_ROLE}
+    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER,
+                            ids.SERVICE_CONTROLLER, ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE}
 
 
 def test_bootstrap_policy_accepts_them() -> None:

@@ -20,6 +20,7 @@ from . import (
     batch,
     coordination,
     core,
+    discovery,
     events,
     flowcontrol,
     rbac,
@@ -39,9 +40,9 @@ def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> l
 
 def workload_types() -> list[ResourceType]:
     """Fresh ResourceType objects for the workload kinds only simulated clusters serve (apps, autoscaling,
-    batch; core's Pods, Nodes, PersistentVolumeClaims)."""
+    batch, discovery; core's Pods, Nodes, PersistentVolumeClaims, Services)."""
     return [*apps.resource_types(), *autoscaling.resource_types(), *core.workload_resource_types(),
-            *batch.resource_types()]
+            *batch.resource_types(), *discovery.resource_types()]
 
 
 @cache

@@ -2,10 +2,11 @@
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
 --node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
-[--hpa-downscale-stabilization S] [--insecure-http]`` serves a cluster that behaves like a real
+[--hpa-downscale-stabilization S] [--service-cluster-ip-range CIDR] [--service-node-port-range LO-HI]
+[--load-balancer-pool CIDR] [--insecure-http]`` serves a cluster that behaves like a real
 one to a client (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
-Pods, Nodes, PersistentVolumeClaims and their controllers, a scheduler, a toy volume provisioner
-and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+Pods, Nodes, PersistentVolumeClaims, Services, EndpointSlices and their controllers, a scheduler,
+a toy volume provisioner, a simulated load balancer and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -76,6 +77,29 @@ def _seconds(value: str) -> float:
     return s
 
 
+def _cidr(value: str) -> str:
+    import ipaddress
+
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid CIDR {value!r} (e.g. 10.96.0.0/16)") from None
+    if net.version != 4 or net.num_addresses < 4:
+        raise argparse.ArgumentTypeError(f"invalid CIDR {value!r}: an IPv4 range of at least 4 addresses")
+    return str(net)
+
+
+def _port_range(value: str) -> tuple[int, int]:
+    lo, sep, hi = value.partition("-")
+    try:
+        low, high = int(lo), int(hi)
+    except ValueError:
+        low = high = 0
+    if not sep or not 1 <= low <= high <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port range {value!r} (e.g. 30000-32767)")
+    return low, high
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``cluster`` (with its ``simulate`` subcommand) on the ``fleetplane`` subparsers."""
     cluster = subparsers.add_parser("cluster", help="simulated physical clusters",
@@ -83,7 +107,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sub = cluster.add_subparsers(dest="cluster_command", required=True)
     sim = sub.add_parser(
         "simulate", help="run a simulated physical cluster (Deployments, DaemonSets, StatefulSets, Pods, Nodes, "
-                         "PersistentVolumeClaims, scheduler, kubelets)",
+                         "PersistentVolumeClaims, Services, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
                     "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, "
                     "autoscaling/v2 (and v1) HorizontalPodAutoscalers, batch/v1 Jobs and CronJobs and core/v1 Pods, "
@@ -100,7 +124,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "simplified: a pod finishes when its run time is known, from the annotation "
                     "sim.fleetplane.io/run-seconds or its containers' command and args ('sleep N', "
                     "'sh -c \"sleep N\"', 'exit N'), with exit code 0 or the annotation "
-                    "sim.fleetplane.io/exit-code; other pods run forever. It "
+                    "sim.fleetplane.io/exit-code; other pods run forever. "
+                    "Services get cluster IPs and node ports from the server as kube-apiserver allocates them; "
+                    "an EndpointSlice controller keeps one discovery.k8s.io/v1 EndpointSlice per Service with a "
+                    "selector (the matching Pods' IPs, targetPorts resolved, Ready as the Pods are); a simulated "
+                    "load balancer gives LoadBalancer Services an ingress IP from a pool. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")
@@ -127,6 +155,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
+    sim.add_argument("--service-cluster-ip-range", type=_cidr, default="10.96.0.0/16", metavar="CIDR",
+                     help="Services' cluster IPs, allocated by the server as a Service is stored, unique, an explicit free "
+                          "one honoured, released on delete (default 10.96.0.0/16, as kubeadm's)")
+    sim.add_argument("--service-node-port-range", type=_port_range, default=(30000, 32767), metavar="LO-HI",
+                     help="node ports of NodePort and LoadBalancer Services, allocated the same way (default 30000-32767)")
+    sim.add_argument("--load-balancer-pool", type=_cidr, default=None, metavar="CIDR",
+                     help="the simulated load balancer's addresses: each LoadBalancer Service gets the lowest free one "
+                          "(or its spec.loadBalancerIP) as status.loadBalancer.ingress, released on delete or type change "
+                          "(default 172.18.<n>.0/24, n derived from --name)")
     sim.set_defaults(func=run_simulate)
     return cluster
 
@@ -139,6 +176,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
                    disable_admission_plugins=args.disable_admission_plugins,
+                   service_cluster_ip_range=args.service_cluster_ip_range,
+                   service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or "",
                    hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
     return 0
 

@@ -13,6 +13,8 @@ from ..fleet.cronjobs.options import START_FLAGS as CRONJOB_START_FLAGS
 from ..fleet.cronjobs.options import CronJobOptions
 from ..fleet.hpas.options import START_FLAGS as HPA_START_FLAGS
 from ..fleet.hpas.options import HPAControllerOptions
+from ..fleet.services.options import START_FLAGS as SERVICE_CONTROLLER_START_FLAGS
+from ..fleet.services.options import ServiceControllerOptions
 from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
 from ..fleet.splitter.options import SplitterOptions
 from ..kube.options import add_arguments, from_args
@@ -62,6 +64,8 @@ def _start(args: argparse.Namespace) -> int:
             cluster_profiles=not args.no_cluster_profiles),
         splitter=None if args.no_splitter else from_args(
             SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS),
+        service_controller=None if args.no_service_controller else from_args(
+            ServiceControllerOptions, args, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS),
         hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
             HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS),
         cronjobs=None if args.no_cronjob_controller else from_args(
@@ -159,6 +163,9 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-splitter", action="store_true",
                        help="do not run the Deployment splitter and ClusterDaemonSet controller")
     add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
+    start.add_argument("--no-service-controller", action="store_true",
+                       help="do not run the Service controller (Services on the hub go to their workloads' clusters)")
+    add_arguments(start, ServiceControllerOptions, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS)
     start.add_argument("--no-hpa-controller", action="store_true",
                        help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
                             "it does not run with --no-splitter either)")

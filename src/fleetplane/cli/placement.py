@@ -1,4 +1,5 @@
-"""``fleetplane placement explain deployment/NAME``: why the splitter places a workload where it does.
+"""``fleetplane placement explain deployment/NAME``: why the splitter places a workload where it does
+(``service/NAME``: which clusters a hub Service goes to and why, from the Service controller's rule).
 
 It reads the live objects (the workload, the ClusterProfiles of its logical cluster, its children)
 and computes the decision with the splitter's own engine, then prints every cluster considered:
@@ -29,7 +30,8 @@ __all__ = ["add_parser", "explain", "main"]
 _KINDS = {"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
           "deployment.apps": "Deployment", "clusterdaemonset": "ClusterDaemonSet",
           "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet",
-          "cronjob": "CronJob", "cronjobs": "CronJob", "cj": "CronJob", "cronjob.batch": "CronJob"}
+          "cronjob": "CronJob", "cronjobs": "CronJob", "cj": "CronJob", "cronjob.batch": "CronJob",
+          "service": "Service", "services": "Service", "svc": "Service"}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         description="Compute the placement decision for a workload from the live objects, with "
                                     "the splitter's engine, and print every cluster considered, filtered out and "
                                     "why, scores and shares, beside what the splitter last recorded.")
-    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME, clusterdaemonset/NAME or cronjob/NAME")
+    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME, clusterdaemonset/NAME, cronjob/NAME or service/NAME")
     ex.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's, else default)")
     ex.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="the hub's kubeconfig")
     ex.add_argument("--context", default=None, help="kubeconfig context")
@@ -58,7 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _parse_target(text: str) -> tuple[str, str]:
     kind, sep, name = text.partition("/")
     if not sep or not name or kind.lower() not in _KINDS:
-        raise ValueError(f"want deployment/NAME, clusterdaemonset/NAME or cronjob/NAME, not {text!r}")
+        raise ValueError(f"want deployment/NAME, clusterdaemonset/NAME, cronjob/NAME or service/NAME, not {text!r}")
     return _KINDS[kind.lower()], name
 
 
@@ -315,6 +317,8 @@ def run_explain(args: argparse.Namespace) -> int:
         print("fleetplane placement explain: --kubeconfig (or $KUBECONFIG) is required", file=sys.stderr)
         return 2
     ns = args.namespace or _context_namespace(args.kubeconfig, args.context) or "default"
+    if kind == "Service":
+        return _run_explain_service(args, name, ns)
     try:
         result = asyncio.run(explain(args.kubeconfig, kind, name, ns, context=args.context,
                                      unhealthy_grace=args.unhealthy_grace, join_grace=args.join_grace,
@@ -331,6 +335,97 @@ def run_explain(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     return 0 if result.get("complete") and not result.get("error") else 1
+
+
+async def explain_service(kubeconfig: str, name: str, namespace: str, *, context: str | None = None,
+                          profile_namespace: str | None = None) -> dict[str, Any]:
+    """A hub Service's clusters and why, computed now with the Service controller's own rule
+    (``fleet/services/controller.wanted_clusters``), beside its children and what it recorded."""
+    from ..fleet.placement import ClusterInfo
+    from ..fleet.services.controller import ANNOTATION_DECISION, LABEL_CLUSTER, WORKLOADS, wanted_clusters
+    from ..inventory import constants as ic
+    from ..kube.client import ApiError, Client
+    from ..kube.kubeconfig import ApiTarget
+
+    target = ApiTarget.from_kubeconfig(kubeconfig, context)
+    lc = target.logical_cluster or "root"
+    hub = Client(target.with_server(target.base), "fleetplane-placement-explain")
+    try:
+        base = f"/clusters/{lc}/api/v1/namespaces/{namespace}/services"
+        obj = await hub.get(f"{base}/{name}")
+        if obj is None:
+            raise LookupError(f'service "{name}" not found in namespace {namespace} of logical cluster {lc}')
+        md = obj.get("metadata") or {}
+        if LABEL_CLUSTER in (md.get("labels") or {}):
+            raise LookupError(f"service {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
+                              f"{LABEL_CLUSTER} label: the Service controller does not place it")
+        workloads: list[tuple[str, dict]] = []
+        for g, v, plural, kind in WORKLOADS:
+            try:
+                items, _ = await hub.list_all(f"/clusters/{lc}/apis/{g}/{v}/namespaces/{namespace}/{plural}")
+            except ApiError as err:
+                if err.status == 404:
+                    continue  # not served in this logical cluster
+                raise
+            workloads += [(kind, o) for o in items]
+        ppath = f"/clusters/{lc}/apis/{ic.GROUP}/{ic.VERSION}/"
+        ppath += f"namespaces/{profile_namespace}/{ic.PLURAL}" if profile_namespace else ic.PLURAL
+        profiles, _ = await hub.list_all(ppath)
+        kids, _ = await hub.list_all(base)
+    finally:
+        await hub.close()
+    infos: dict[str, ClusterInfo] = {}
+    for p in sorted(profiles, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or ""):
+        infos.setdefault((p.get("metadata") or {}).get("name") or "", ClusterInfo.from_profile(p))
+    uid = md.get("uid")
+    children = {((k.get("metadata") or {}).get("labels") or {}).get(LABEL_CLUSTER): k for k in kids
+                if any(r.get("uid") == uid and r.get("controller") for r in (k.get("metadata") or {}).get("ownerReferences") or ())}
+    placement = wanted_clusters(obj, workloads, list(infos.values()), [c for c in children if c], now=time.time())
+    recorded: dict[str, Any] = {}
+    raw = (md.get("annotations") or {}).get(ANNOTATION_DECISION)
+    if raw:
+        try:
+            recorded = json.loads(raw)
+        except ValueError:
+            recorded = {"error": f"unreadable {ANNOTATION_DECISION} annotation"}
+    return {"kind": "Service", "name": name, "namespace": namespace, "logicalCluster": lc,
+            "byPolicy": placement.by_policy, "clusters": placement.clusters,
+            "problem": list(placement.problem) if placement.problem else None,
+            "children": {c: (k.get("metadata") or {}).get("name") for c, k in sorted(children.items()) if c},
+            "recorded": recorded}
+
+
+def render_service(result: dict[str, Any]) -> str:
+    lines = [f"Service {result['namespace']}/{result['name']} (logical cluster {result['logicalCluster']}): "
+             + ("clusters from its placement policy" if result["byPolicy"] else "the clusters its selector's workloads run in")]
+    for c, why in result["clusters"].items():
+        lines.append(f"  {c}: {why}")
+    if result.get("problem"):
+        lines.append(f"  none: {result['problem'][1]} ({result['problem'][0]})")
+    kids = result.get("children") or {}
+    lines.append("Children: " + (", ".join(f"{v} in {c}" for c, v in kids.items()) or "none"))
+    rec = (result.get("recorded") or {}).get("clusters")
+    if rec is not None:
+        lines.append("Recorded by the Service controller: " + (", ".join(
+            f"{c} (ingress {', '.join(map(str, d.get('ingress') or [])) or 'none'})" for c, d in sorted(rec.items()))
+            or "no clusters"))
+    else:
+        lines.append("Recorded by the Service controller: nothing yet (is it running?)")
+    return "\n".join(lines)
+
+
+def _run_explain_service(args: argparse.Namespace, name: str, ns: str) -> int:
+    try:
+        result = asyncio.run(explain_service(args.kubeconfig, name, ns, context=args.context,
+                                             profile_namespace=args.profile_namespace))
+    except LookupError as err:
+        print(f"Error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - one clear line
+        print(f"Error: cannot read the hub: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2, sort_keys=True) if args.output == "json" else render_service(result))
+    return 1 if result.get("problem") else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,7 +46,8 @@ from .syncer import constants as sync_constants
 
 __all__ = [
     "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "CRONJOB_CONTROLLER", "CRONJOB_CONTROLLER_LEASE", "HPA_CONTROLLER",
-    "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
+    "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SERVICE_CONTROLLER", "SERVICE_CONTROLLER_LEASE", "SPLITTER",
+    "SPLITTER_LEASE",
     "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
     "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
     "synced_type_rules",
@@ -57,6 +58,8 @@ __all__ = [
 CLUSTER_CONTROLLER = "system:fleetplane:cluster-controller"
 #: the user the in-hub Deployment splitter authenticates as; also its ClusterRole and binding
 SPLITTER = "system:fleetplane:splitter"
+#: the user the in-hub Service controller authenticates as; also its ClusterRole and binding
+SERVICE_CONTROLLER = "system:fleetplane:service-controller"
 #: the user the in-hub HorizontalPodAutoscaler controller authenticates as; also its ClusterRole and binding
 HPA_CONTROLLER = "system:fleetplane:hpa-controller"
 CRONJOB_CONTROLLER = "system:fleetplane:cronjob-controller"
@@ -85,6 +88,8 @@ LEADER_ELECTION_NAMESPACE = "kube-system"
 CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
 #: ``splitter.LEASE_NAME``
 SPLITTER_LEASE = "fleetplane-splitter"
+#: ``services.run.LEASE_NAME``
+SERVICE_CONTROLLER_LEASE = "fleetplane-service-controller"
 #: ``hpas.run.LEASE_NAME``
 HPA_CONTROLLER_LEASE = "fleetplane-hpa-controller"
 CRONJOB_CONTROLLER_LEASE = "fleetplane-cronjob-controller"
@@ -552,6 +557,40 @@ def _splitter_rules() -> list[dict[str, Any]]:
     )
 
 
+# -- the Service controller ----------------------------------------------------------------------
+
+
+def _service_controller_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:service-controller`` (``fleet/services/controller.py``), bound to
+    :data:`SERVICE_CONTROLLER` in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its informers: services,
+      deployments, statefulsets, daemonsets (apps: where the workloads run), clusterprofiles,
+      namespaces (ClusterSet labels) and customresourcedefinitions (to notice ``services.core``
+      and the workload types appear). It reads nothing by name.
+    - services ``create`` (a child), ``update`` (a child's spec and labels), ``delete`` (a child,
+      uid-guarded), ``patch`` (the parent's decision annotation); services/status ``patch`` (the
+      parent's ingresses and condition). RBAC cannot tell parents from children (a label), so
+      these apply to every Service.
+    - events ``create``, ``patch``: Events on parents (kube/events.py).
+    - leases ``get``, ``update`` on ``kube-system/fleetplane-service-controller``, ``create``:
+      leader election in root (services/run.py; kube/leaderelection.py).
+
+    It never writes workloads, and reads no Secrets, RBAC or Clusters.
+    """
+    wide = [(CORE, "services"), (APPS, "daemonsets"), (APPS, "deployments"), (APPS, "statefulsets"),
+            (ic.GROUP, ic.PLURAL), (CORE, "namespaces"), (APIEXTENSIONS, "customresourcedefinitions")]
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, [g], [r]) for g, r in wide],
+        [_rule(["create", "delete", "patch", "update"], [CORE], ["services"]),
+         _rule(["patch"], [CORE], ["services/status"]),
+         _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [SERVICE_CONTROLLER_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
 # -- the HPA controller ----------------------------------------------------------------------------
 
 
@@ -622,6 +661,7 @@ def cluster_roles() -> list[dict[str, Any]]:
     return [
         _cluster_role(CLUSTER_CONTROLLER, _cluster_controller_rules()),
         _cluster_role(SPLITTER, _splitter_rules()),
+        _cluster_role(SERVICE_CONTROLLER, _service_controller_rules()),
         _cluster_role(HPA_CONTROLLER, _hpa_controller_rules()),
         _cluster_role(CRONJOB_CONTROLLER, _cronjob_controller_rules()),
         _cluster_role(SYNCER_ROLE, _syncer_rules()),
@@ -633,4 +673,5 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
     """The bootstrap ClusterRoleBindings: the in-hub controllers, to their users, in every
     logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
     return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER),
-            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER), _user_binding(CRONJOB_CONTROLLER, CRONJOB_CONTROLLER)]
+            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER), _user_binding(CRONJOB_CONTROLLER, CRONJOB_CONTROLLER),
+            _user_binding(SERVICE_CONTROLLER, SERVICE_CONTROLLER)]

@@ -1,6 +1,6 @@
 """What the fleet adds to a hub (``fleetplane start``): the Cluster and ClusterDaemonSet APIs,
 its controllers' bootstrap roles (:mod:`.identities`), and the Cluster controller, the
-splitter and the fleet-wide CronJob controller as background controllers, each with its own identity.
+splitter, the HPA, CronJob and Service controllers as background controllers, each with its own identity.
 
 The controllers' modules are imported when they start, not when the hub is built: the client
 libraries take longer to import than the hub takes to start.
@@ -18,6 +18,7 @@ from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
 from .cronjobs.options import CronJobOptions
 from .hpas.options import HPAControllerOptions
+from .services.options import ServiceControllerOptions
 from .splitter.options import SplitterOptions
 
 
@@ -29,6 +30,12 @@ async def run_cluster_controller(options: ClusterControllerOptions, ctx: Control
 
 async def run_splitter(options: SplitterOptions, ctx: ControllerContext) -> None:
     from .splitter.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
+async def run_service_controller(options: ServiceControllerOptions, ctx: ControllerContext) -> None:
+    from .services.run import run_in_hub
 
     await run_in_hub(ctx.kubeconfig, options)
 
@@ -47,11 +54,12 @@ async def run_cronjob_controller(options: CronJobOptions, ctx: ControllerContext
 
 @dataclass
 class FleetPlugin:
-    """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
-    controller (its API is still served)."""
+    """``cluster_controller``, ``splitter``, ``service_controller`` and ``hpa_controller`` are the
+    controllers' options; None not to run that controller (its API is still served)."""
 
     cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
+    service_controller: ServiceControllerOptions | None = field(default_factory=ServiceControllerOptions)
     #: the hub HorizontalPodAutoscaler controller (fleet/hpas), None not to run it
     hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
     #: the fleet-wide CronJob controller's options (None: not run)
@@ -69,6 +77,10 @@ class FleetPlugin:
         if self.splitter is not None:
             hub.controllers.append(Controller("splitter", partial(run_splitter, self.splitter),
                                               identities.SPLITTER))
+        if self.service_controller is not None:
+            hub.controllers.append(Controller("service-controller",
+                                              partial(run_service_controller, self.service_controller),
+                                              identities.SERVICE_CONTROLLER))
         if self.hpa_controller is not None:
             hub.controllers.append(Controller("hpa-controller", partial(run_hpa_controller, self.hpa_controller),
                                               identities.HPA_CONTROLLER))

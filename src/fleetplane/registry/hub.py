@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -57,6 +58,8 @@ class Registry:
         for plugin in plugins:
             chain.add(plugin)
         self.store = GenericStore(storage, self.cache, chain)
+        for rt in self.catalog.builtins.values():
+            rt.strategy.bind_stored(partial(self._stored, rt))
         self.lifecycle = Lifecycle(self)
         self._creating: dict[str, asyncio.Future[None]] = {}
 
@@ -122,6 +125,9 @@ class Registry:
     def namespace_labels(self, cluster: str, namespace: str) -> dict[str, str]:
         o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
         return dict(o.obj["metadata"].get("labels") or {}) if o is not None else {}
+
+    def _stored(self, rt: ResourceType, cluster: str) -> list[dict[str, Any]]:
+        return [o.obj for o in self.cache.resource(self.store.prefix(rt)).objects(cluster, None)]
 
     def crds_in(self, cluster: str) -> list[dict[str, Any]]:
         return [o.obj for o in self.cache.resource(CRD_PREFIX).objects(cluster, None)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -149,6 +149,12 @@ class Strategy:
 
     def on_read(self, obj: dict[str, Any]) -> None:
         """Adjust an object as it is served (e.g. defaulting on read for CRs)."""
+
+    def bind_stored(self, objects: Callable[[str], Iterable[dict[str, Any]]]) -> None:
+        """Called once by the registry that serves the type: ``objects(cluster)`` reads the
+        kind's stored objects in a logical cluster, current as of every acknowledged write. For
+        strategies that allocate from what exists in ``before_write`` (a Service's cluster IP
+        and node ports, as kube's Service storage keeps its allocators)."""
 
 
 class CreateOnly:

@@ -6,7 +6,10 @@ PersistentVolumeClaims) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once
 controllers start in the same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
 informer per resource feeds the Deployment, ReplicaSet, DaemonSet, StatefulSet, HPA, Job and
-CronJob controllers, the volume provisioner, the scheduler and the simulated kubelets. They act on the ``root``
+CronJob controllers, the volume provisioner, the scheduler, the simulated kubelets, the
+EndpointSlice controller and the simulated load balancer. Services get their cluster IPs and node
+ports from the server as they are stored (``apis/core/service.py``), from the ranges in
+:class:`SimOptions`. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
@@ -23,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from ..apis import workload_types
+from ..apis.core.service import ServiceStrategy
 from ..hub import Contributions, Controller, ControllerContext, HubConfig, run_hub
 from ..kube.client import Client
 from ..kube.controller import stop_tasks
@@ -32,9 +36,11 @@ from ..kube.kubeconfig import ApiTarget
 from .cronjob import CronJobController
 from .daemonset import DaemonSetController
 from .deployment import DeploymentController
+from .endpointslice import EndpointSliceController, slice_indexers
 from .hpa import HPAController
 from .job import JobController
 from .kubelet import Kubelet
+from .loadbalancer import LoadBalancerController, default_pool
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
 from .scheduler import Scheduler
@@ -64,6 +70,11 @@ class SimOptions:
     #: as kube-apiserver's flag: e.g. ServiceAccount and DefaultTolerationSeconds, for a cluster whose
     #: Pods should be stored as sent (kube's own test/cmd runs its apiserver so)
     disable_admission_plugins: tuple[str, ...] = ()
+    #: kube-apiserver's --service-cluster-ip-range and --service-node-port-range
+    service_cluster_ip_range: str = "10.96.0.0/16"
+    service_node_port_range: tuple[int, int] = (30000, 32767)
+    #: the simulated load balancer's addresses; "" for default_pool(name)
+    load_balancer_pool: str = ""
     #: the HPA controller's --horizontal-pod-autoscaler-sync-period and
     #: --horizontal-pod-autoscaler-downscale-stabilization (kube: 15 s, 5 min)
     hpa_sync_period: float = 15.0
@@ -87,6 +98,9 @@ class SimulatedClusterPlugin:
     def contribute(self, hub: Contributions) -> None:
         types = workload_types()
         add_pod_streams(next(rt for rt in types if rt.kind == "Pod" and not rt.group))
+        services = next(rt.strategy for rt in types if rt.kind == "Service" and not rt.group)
+        assert isinstance(services, ServiceStrategy)
+        services.configure(self.sim.service_cluster_ip_range, self.sim.service_node_port_range)
         hub.types += types
         hub.controllers.append(Controller(f"simulated-cluster-{self.sim.name}", partial(controllers, self.sim)))
 
@@ -127,6 +141,8 @@ class SimulatedCluster:
         self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
         self.deployments = informer("/apis/apps/v1/deployments", "deployments")
         self.nodes = informer("/api/v1/nodes", "nodes")
+        self.services = informer("/api/v1/services", "services")
+        self.endpointslices = informer("/apis/discovery.k8s.io/v1/endpointslices", "endpointslices", slice_indexers())
         self.daemonsets = informer("/apis/apps/v1/daemonsets", "daemonsets")
         self.statefulsets = informer("/apis/apps/v1/statefulsets", "statefulsets")
         self.claims = informer("/api/v1/persistentvolumeclaims", "persistentvolumeclaims")
@@ -143,13 +159,16 @@ class SimulatedCluster:
         self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
         self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
+        self.endpointslice = EndpointSliceController(kcm, self.services, self.pods, self.endpointslices)
+        self.loadbalancer = LoadBalancerController(kube.as_manager("cloud-controller-manager"), self.services, self.recorder,
+                                                   sim.load_balancer_pool or default_pool(sim.name))
         self.daemonset = DaemonSetController(kcm, self.daemonsets, self.pods, self.nodes, self.recorder)
         self.statefulset = StatefulSetController(kcm, self.statefulsets, self.pods, self.claims, self.recorder)
         self.volumes = VolumeProvisioner(kcm, self.claims, self.pods, self.recorder)
         self.job = JobController(kcm, self.jobs, self.pods, self.recorder)
         self.cronjob = CronJobController(kcm, self.cronjobs, self.jobs, self.recorder)
         self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
-                          self.claims, self.hpas, self.jobs, self.cronjobs]
+                          self.claims, self.hpas, self.jobs, self.cronjobs, self.services, self.endpointslices]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -162,7 +181,7 @@ class SimulatedCluster:
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
                       for c in (self.deployment, self.replicaset, self.hpa, self.scheduler, self.kubelet, self.daemonset,
-                                self.statefulset, self.volumes, self.job, self.cronjob)]
+                                self.statefulset, self.volumes, self.job, self.cronjob, self.endpointslice, self.loadbalancer)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:

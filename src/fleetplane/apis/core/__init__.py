@@ -1,10 +1,10 @@
 """The core group (``v1``): Namespaces, ConfigMaps, Secrets, ServiceAccounts and Events, which the
-hub serves; Pods, Nodes and PersistentVolumeClaims, which only a simulated physical cluster serves."""
+hub serves; Pods, Nodes, PersistentVolumeClaims and Services, which only a simulated physical cluster serves."""
 
 from __future__ import annotations
 
 from ...registry.types import ResourceType
-from . import config, event, namespace, node, pod, pvc, serviceaccount
+from . import config, event, namespace, node, pod, pvc, service, serviceaccount
 
 
 def resource_types() -> list[ResourceType]:
@@ -15,5 +15,5 @@ def resource_types() -> list[ResourceType]:
 
 def workload_resource_types() -> list[ResourceType]:
     """Fresh ResourceTypes of the core kinds a simulated physical cluster adds: Pods, Nodes,
-    PersistentVolumeClaims."""
-    return [*pod.resource_types(), *node.resource_types(), *pvc.resource_types()]
+    PersistentVolumeClaims, Services."""
+    return [*pod.resource_types(), *node.resource_types(), *pvc.resource_types(), *service.resource_types()]
