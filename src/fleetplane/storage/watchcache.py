@@ -15,7 +15,8 @@ A large object written by this replica is not decoded again when its event arriv
 registry hands the cache the object it encoded (:meth:`WatchCache.handing`), and the cache takes
 it when the event's value is those very bytes. Decoding a 4 MiB value is one C call holding the
 GIL for some 100 ms, in which no other request is answered. Writes of other replicas (etcd), and
-small objects, are decoded from the event as before.
+small objects, are decoded from the event as before. A DELETE event's object is the one cached
+before it, at the delete's revision: its value is that object's.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def decode(kv_key: str, value: bytes, revision: int, stored: dict[str, Any] | No
     return CachedObject(kv_key, cluster, namespace, name, revision, obj)
 
 
+def deleted(prev: CachedObject, ev: Event) -> CachedObject:
+    """The object of a DELETE event: the last one stored (``prev``, what decoding the event's
+    value gives, as the cache applies every change in order) at the delete's revision, without
+    decoding it again. Its top level and metadata are its own; the rest is shared with ``prev``
+    (cached objects are never changed)."""
+    obj = {**prev.obj, "metadata": {**prev.obj["metadata"], "resourceVersion": str(ev.revision)}}
+    return CachedObject(prev.key, prev.cluster, prev.namespace, prev.name, ev.revision, obj)
+
+
 Filter = Callable[[CachedObject], bool]
 
 
@@ -178,7 +188,7 @@ class ResourceCache:
         bucket = self.by_cluster.setdefault(split_key(ev.key)[2], {})
         prev = bucket.get(ev.key)
         if ev.type is EventType.DELETE:
-            cur = decode(ev.key, ev.value, ev.revision)
+            cur = deleted(prev, ev) if prev is not None else decode(ev.key, ev.value, ev.revision)
             bucket.pop(ev.key, None)
             if not bucket:
                 del self.by_cluster[cur.cluster]

@@ -9,6 +9,7 @@ value again (a 4 MiB value is a ~100 ms C call that holds the GIL). In-process o
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -16,7 +17,7 @@ import pytest
 
 from fleetplane.apimachinery.errors import StatusError
 from fleetplane.registry.offload import OFF_LOOP_BYTES
-from fleetplane.registry.store import GenericStore
+from fleetplane.registry.store import GenericStore, ListOptions
 from fleetplane.registry.types import ResourceType
 from fleetplane.storage.watchcache import CachedObject
 
@@ -121,3 +122,26 @@ async def test_a_write_that_fails_leaves_nothing_handed(api: Api):
     assert refused.value.reason == "AlreadyExists"
     assert api.registry.cache._handed == {}
     await assert_cache_is_the_store(api)
+
+
+async def test_a_delete_event_carries_the_last_object_at_the_deletes_revision(api: Api):
+    cms, c = api.configmaps, ctx(manager="test")
+    for name in ("big", "small"):
+        body = big_cm(name) if name == "big" else {"metadata": {"name": name}, "data": {"a": "b"}}
+        await api.store.create(cms, c, body)
+    watcher, _ = api.store.watch(cms, ctx(), ListOptions(), None)
+    try:
+        for name in ("big", "small"):
+            before = cached(api, cms, name)
+            kv = await api.registry.storage.get(GenericStore.key(cms, "root", "default", name))
+            assert kv is not None
+            await api.store.delete(cms, c, name, {})
+            ev = await asyncio.wait_for(watcher.queue.get(), 10)
+            assert ev is not None and ev.type == "DELETED"
+            want = orjson.loads(kv.value)
+            want["metadata"]["resourceVersion"] = str(ev.revision)
+            assert ev.cur.obj == want and orjson.dumps(ev.cur.obj) == orjson.dumps(want)
+            assert before.obj["metadata"]["resourceVersion"] == str(before.revision)  # unchanged
+            assert ev.revision > before.revision
+    finally:
+        watcher.stop()
