@@ -10,6 +10,13 @@ The history a watch can resume from is bounded per resource three ways (:class:`
 by age (kube's cacher keeps about 75 s, its ``eventFreshDuration``), by the bytes of the events'
 objects (so a run of 2 MiB updates cannot hold gigabytes), and by count. A watch from a
 revision older than what is kept gets 410 Expired, and clients relist.
+
+A large object written by this replica is not decoded again when its event arrives: the
+registry hands the cache the object it encoded (:meth:`WatchCache.handing`), and the cache takes
+it when the event's value is those very bytes. Decoding a 4 MiB value is one C call holding the
+GIL for some 100 ms, in which no other request is answered. Writes of other replicas (etcd), and
+small objects, are decoded from the event as before. A DELETE event's object is the one cached
+before it, at the delete's revision: its value is that object's.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,11 +90,22 @@ class WatchEvent:
         return self._encoded
 
 
-def decode(kv_key: str, value: bytes, revision: int) -> CachedObject:
-    obj = orjson.loads(value)
+def decode(kv_key: str, value: bytes, revision: int, stored: dict[str, Any] | None = None) -> CachedObject:
+    """The cached object of a stored value: ``stored`` when the writer handed it over (it is what
+    decoding ``value`` gives, and the cache's own from here on), else the value decoded."""
+    obj = orjson.loads(value) if stored is None else stored
     obj["metadata"]["resourceVersion"] = str(revision)
     _, _, cluster, namespace, name = split_key(kv_key)
     return CachedObject(kv_key, cluster, namespace, name, revision, obj)
+
+
+def deleted(prev: CachedObject, ev: Event) -> CachedObject:
+    """The object of a DELETE event: the last one stored (``prev``, what decoding the event's
+    value gives, as the cache applies every change in order) at the delete's revision, without
+    decoding it again. Its top level and metadata are its own; the rest is shared with ``prev``
+    (cached objects are never changed)."""
+    obj = {**prev.obj, "metadata": {**prev.obj["metadata"], "resourceVersion": str(ev.revision)}}
+    return CachedObject(prev.key, prev.cluster, prev.namespace, prev.name, ev.revision, obj)
 
 
 Filter = Callable[[CachedObject], bool]
@@ -165,17 +183,18 @@ class ResourceCache:
     def load(self, o: CachedObject) -> None:
         self.by_cluster.setdefault(o.cluster, {})[o.key] = o
 
-    def apply(self, ev: Event) -> WatchEvent:
+    def apply(self, ev: Event, stored: dict[str, Any] | None = None) -> WatchEvent:
+        """Apply one change; ``stored``: the object of a PUT's value, handed over by its writer."""
         bucket = self.by_cluster.setdefault(split_key(ev.key)[2], {})
         prev = bucket.get(ev.key)
         if ev.type is EventType.DELETE:
-            cur = decode(ev.key, ev.value, ev.revision)
+            cur = deleted(prev, ev) if prev is not None else decode(ev.key, ev.value, ev.revision)
             bucket.pop(ev.key, None)
             if not bucket:
                 del self.by_cluster[cur.cluster]
             wev = WatchEvent("DELETED", cur, prev)
         else:
-            cur = decode(ev.key, ev.value, ev.revision)
+            cur = decode(ev.key, ev.value, ev.revision, stored)
             bucket[ev.key] = cur
             wev = WatchEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
         wev.size, wev.arrived = len(ev.value), self.clock()
@@ -227,6 +246,8 @@ class WatchCache:
         self._sweeper: asyncio.Task[None] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._listeners: list[Callable[[WatchEvent], None]] = []
+        #: key -> (value, its object) of this replica's writes in flight (see :meth:`handing`)
+        self._handed: dict[str, tuple[bytes, dict[str, Any]]] = {}
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
@@ -275,6 +296,34 @@ class WatchCache:
             rc = self.resources[prefix] = ResourceCache(prefix, self._start_revision, self.limits, self.clock)
         return rc
 
+    @contextlib.contextmanager
+    def handing(self, key: str, value: bytes, stored: dict[str, Any]) -> Iterator[None]:
+        """Around a write of ``value`` to ``key``: when its event arrives, the cache takes
+        ``stored`` as the object instead of decoding ``value`` again.
+
+        ``stored`` must be what ``orjson.loads(value)`` gives (equal, and of JSON's types only),
+        and is the cache's from the write on: the writer must not change it afterwards, nor
+        anything in it (what it shares with the writer's own object is read-only for both, as
+        every cached object is). An event is matched by its value, so a write that lost a race,
+        another replica's write or a later write to the key is decoded as usual. A write that
+        fails forgets the object; one that succeeds leaves it until its event arrives (from
+        etcd that can be after the write has returned)."""
+        self._handed[key] = (value, stored)
+        try:
+            yield
+        except BaseException:
+            if self._handed.get(key, (None,))[0] is value:
+                del self._handed[key]
+            raise
+
+    def _stored(self, ev: Event) -> dict[str, Any] | None:
+        """The object a local write handed over for ``ev``'s value, if any (taken once)."""
+        handed = self._handed.get(ev.key)
+        if handed is None or ev.type is not EventType.PUT or handed[0] != ev.value:
+            return None
+        del self._handed[ev.key]
+        return handed[1]
+
     def add_listener(self, fn: Callable[[WatchEvent], None]) -> None:
         """Call ``fn`` for every change, after the cache applied it (controllers, type registry)."""
         self._listeners.append(fn)
@@ -283,7 +332,7 @@ class WatchCache:
         while True:
             try:
                 async for ev in self.store.watch("/", start):
-                    wev = self.resource(ev.key).apply(ev)
+                    wev = self.resource(ev.key).apply(ev, self._stored(ev) if self._handed else None)
                     for fn in self._listeners:
                         try:
                             fn(wev)
@@ -322,6 +371,7 @@ class WatchCache:
             for w in list(rc.watchers):
                 w.stop()
         self.resources.clear()
+        self._handed.clear()  # their events are skipped: what they wrote is in the relist
         self._load(kvs, rev)
 
     def _wake(self) -> None:
