@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
+from ..fleet.decisions.options import START_FLAGS as DECISIONS_START_FLAGS
+from ..fleet.decisions.options import DecisionPublisherOptions
 from ..fleet.hpas.options import START_FLAGS as HPA_START_FLAGS
 from ..fleet.hpas.options import HPAControllerOptions
 from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
@@ -61,7 +63,9 @@ def _start(args: argparse.Namespace) -> int:
         splitter=None if args.no_splitter else from_args(
             SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS),
         hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
-            HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS))
+            HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS),
+        placement_decisions=None if args.no_placement_decisions or args.no_splitter else from_args(
+            DecisionPublisherOptions, args, prefix="placement-decisions-", only=DECISIONS_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,
@@ -159,6 +163,9 @@ def parser() -> argparse.ArgumentParser:
                        help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
                             "it does not run with --no-splitter either)")
     add_arguments(start, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
+    start.add_argument("--no-placement-decisions", action="store_true",
+                       help="do not publish PlacementDecisions (multicluster.x-k8s.io) for split workloads")
+    add_arguments(start, DecisionPublisherOptions, prefix="placement-decisions-", only=DECISIONS_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

@@ -16,6 +16,8 @@ from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .decisions.crd import PLACEMENTDECISION_CRD
+from .decisions.options import DecisionPublisherOptions
 from .hpas.options import HPAControllerOptions
 from .splitter.options import SplitterOptions
 
@@ -38,6 +40,12 @@ async def run_hpa_controller(options: HPAControllerOptions, ctx: ControllerConte
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_decision_publisher(options: DecisionPublisherOptions, ctx: ControllerContext) -> None:
+    from .decisions.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
     """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
@@ -47,10 +55,12 @@ class FleetPlugin:
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
     #: the hub HorizontalPodAutoscaler controller (fleet/hpas), None not to run it
     hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
+    #: the PlacementDecision publisher (fleet/decisions), None not to run it
+    placement_decisions: DecisionPublisherOptions | None = field(default_factory=DecisionPublisherOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
-        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD]
+        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD, PLACEMENTDECISION_CRD]
         hub.cluster_roles += identities.cluster_roles()
         hub.cluster_role_bindings += identities.cluster_role_bindings()
         if self.cluster_controller is not None:
@@ -63,3 +73,7 @@ class FleetPlugin:
         if self.hpa_controller is not None:
             hub.controllers.append(Controller("hpa-controller", partial(run_hpa_controller, self.hpa_controller),
                                               identities.HPA_CONTROLLER))
+        if self.placement_decisions is not None:
+            hub.controllers.append(Controller("placement-decisions", partial(run_decision_publisher,
+                                                                             self.placement_decisions),
+                                              identities.PLACEMENT_DECISIONS))
