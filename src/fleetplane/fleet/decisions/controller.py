@@ -154,6 +154,9 @@ class DecisionPublisher:
         self.queue.add(pk)
 
     def _on_profile(self, key: Key, old: dict | None, new: dict | None) -> None:
+        if old is not None and new is not None and \
+                _md(old).get("creationTimestamp") == _md(new).get("creationTimestamp"):
+            return  # a status or label change: which profile a name is stays the same
         lc = key[0]
         before = dict(self.refs.get(lc) or {})
         candidates: dict[str, list[tuple[str, str, str]]] = {}
