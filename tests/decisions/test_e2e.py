@@ -173,6 +173,23 @@ def test_a_deleted_slice_comes_back(fleet: Fleet) -> None:
              what="the slice written again")
 
 
+def test_someone_elses_namesake_is_not_overwritten(fleet: Fleet) -> None:
+    f = fleet
+    f.profile("east")
+    theirs = _pd("d-deployment-0", [{"clusterProfileRef": {"name": "elsewhere"}}])
+    theirs["schedulerName"] = "another-scheduler"
+    code, body = f.api("POST", PD_PATH, theirs)
+    assert code == 201, body
+    f.apply(deployment("d", 1))
+    f.apply(deployment("e", 1))
+    wait_for(lambda: "e-deployment-0" in decisions(f), 20, what="the other workload's decision")  # d's had its turn
+    pd = decisions(f)["d-deployment-0"]
+    assert pd["schedulerName"] == "another-scheduler" and pd["metadata"]["uid"] == body["metadata"]["uid"]
+    f.kubectl("delete", "placementdecision", "d-deployment-0")
+    wait_for(lambda: (decisions(f).get("d-deployment-0") or {}).get("schedulerName") == "fleetplane", 60,
+             what="fleetplane's decision once the name is free")
+
+
 # -- the API as served ------------------------------------------------------------------------------
 
 

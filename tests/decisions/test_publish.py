@@ -88,3 +88,13 @@ def test_names_and_label_values_stay_valid() -> None:
 def test_the_kinds_table() -> None:
     assert [k.kind for k in KINDS] == ["Deployment", "ClusterDaemonSet"]
     assert all(k.child_plural == "deployments" for k in KINDS)
+
+
+def test_what_it_reads_is_what_the_splitter_writes() -> None:
+    """The publisher names the splitter's annotation and label itself (it does not import the
+    splitter's controller); they must stay the same."""
+    from fleetplane.fleet.decisions import publish
+    from fleetplane.fleet.splitter import controller
+
+    assert publish.ANNOTATION_DECISION == controller.ANNOTATION_DECISION
+    assert publish.LABEL_CLUSTER == controller.LABEL_CLUSTER

@@ -224,7 +224,6 @@ class DecisionPublisher:
         parent = self._parent(kind, lc, ns, name)
         live = parent if parent is not None and is_parent(kind, parent) else None
         want = desired(kind, live, self._children(kind, pk, live) if live else {}, self.refs.get(lc) or {})
-        uid = _md(live).get("uid")
         have = {}
         for dk in sorted(self.owned.get(pk, ())):
             obj = self.decisions.cache.get(dk)
@@ -233,8 +232,8 @@ class DecisionPublisher:
         try:
             await asyncio.gather(*(self._write(lc, ns, body, have.get(body["metadata"]["name"])) for body in want))
             names = {b["metadata"]["name"] for b in want}
-            await asyncio.gather(*(self._delete(lc, ns, obj) for n, obj in sorted(have.items())
-                                   if n not in names or (controller_ref(obj) or {}).get("uid") != uid))
+            # (a slice of an earlier parent of the same name that is still wanted was replaced by _write)
+            await asyncio.gather(*(self._delete(lc, ns, obj) for n, obj in sorted(have.items()) if n not in names))
         except ApiError as err:
             if err.status == 409:  # our cache was behind (or a namesake exists): again, with backoff
                 log.debug("placement decisions of %s: %s", pk, err)
@@ -247,7 +246,14 @@ class DecisionPublisher:
         if cur is None or (controller_ref(cur) or {}).get("uid") != body["metadata"]["ownerReferences"][0]["uid"]:
             if cur is not None:  # a slice of an earlier parent of this name: replaced
                 await self._delete(lc, ns, cur)
-            created = await self.hub.create(path, body, FIELD_MANAGER)
+            try:
+                created = await self.hub.create(path, body, FIELD_MANAGER)
+            except ApiError as err:
+                if err.status == 409 and err.reason == "AlreadyExists" and cur is None:
+                    log.warning("placement decisions: %s/%s in logical cluster %s exists and is not fleetplane's "
+                                "(no label %s=%s and controller reference): not overwritten", ns,
+                                body["metadata"]["name"], lc, LABEL_MANAGED_BY, MANAGED_BY)
+                raise
             self.writes += 1
             self._remember(created)
             return
