@@ -305,13 +305,35 @@ def _cronjob_calls() -> list[Call]:
     return out + _leader_calls(CRON, ids.CRONJOB_CONTROLLER_LEASE)
 
 
+def _placement_decisions_calls() -> list[Call]:
+    f, c = "fleet/decisions/controller.py", ids.PLACEMENT_DECISIONS
+    pds = ("multicluster.x-k8s.io", "placementdecisions")
+    out = []
+    for group, res, snippet in ((*DEPLOY, 'informer(f"/clusters/*{api_path(*gvr)}"'),
+                                (*CDS, 'informer(f"/clusters/*{api_path(*gvr)}"'),
+                                (*PROFILES, 'f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}"'),
+                                (*pds, 'f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"')):
+        out += [Call(c, f, snippet, "list", group, res, where="wildcard"),
+                Call(c, f, snippet, "watch", group, res, where="wildcard")]
+    out += [
+        Call(c, f, "created = await self.hub.create(path, body, FIELD_MANAGER)", "create", *pds, namespace="default"),
+        Call(c, f, 'updated = await self.hub.replace(f"{path}/{cmd[\'name\']}", new, FIELD_MANAGER)', "update", *pds,
+             namespace="default", name="web-deployment-0"),
+        Call(c, f, 'await self.hub.delete(_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns, md.get("name") or ""), uid=',
+             "delete", *pds, namespace="default", name="web-deployment-0"),
+    ]
+    return out + _leader_calls(c, ids.PLACEMENT_DECISIONS_LEASE)
+
+
 SYNCER_CALLS = _syncer_calls()
 PULL_CALLS = _pull_calls()
 CONTROLLER_CALLS = _controller_calls()
 SPLITTER_CALLS = _splitter_calls()
 HPA_CONTROLLER_CALLS = _hpa_controller_calls()
+PLACEMENT_DECISIONS_CALLS = _placement_decisions_calls()
 CRONJOB_CALLS = _cronjob_calls()
-ALL_CALLS = SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS + HPA_CONTROLLER_CALLS + CRONJOB_CALLS
+ALL_CALLS = (SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS + HPA_CONTROLLER_CALLS + CRONJOB_CALLS
+             + PLACEMENT_DECISIONS_CALLS)
 
 #: hub requests RBAC cannot grant ahead of time: objects of a type only known at run time (a
 #: CRD a cluster offers, or anything through "*"). They need synced_type_rules() for that type,
@@ -407,7 +429,9 @@ def check_rule(r: dict) -> None:
 
 def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
     bindings = {b["metadata"]["name"]: b for b in ids.cluster_role_bindings()}
-    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER, ids.SERVICE_CONTROLLER}
+    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER, ids.SERVICE_CONTROLLER,
+                             ids.PLACEMENT_DECISIONS}
+    assert ids.PLACEMENT_DECISIONS == "system:fleetplane:placement-decisions"
     assert ids.HPA_CONTROLLER == "system:fleetplane:hpa-controller"
     assert ids.CLUSTER_CONTROLLER == "system:fleetplane:cluster-controller"
     assert ids.SPLITTER == "system:fleetplane:splitter"
@@ -421,7 +445,7 @@ def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
     bound = {b["roleRef"]["name"] for b in bindings.values()}
     assert ids.SYNCER_ROLE not in bound and ids.SYNCER_SECRETS_ROLE not in bound
     assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.CRONJOB_CONTROLLER,
-                            ids.SERVICE_CONTROLLER, ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE}
+                            ids.SERVICE_CONTROLLER, ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE, ids.PLACEMENT_DECISIONS}
 
 
 def test_bootstrap_policy_accepts_them() -> None:
@@ -473,6 +497,27 @@ def test_the_hpa_controller_gets_nothing_it_does_not_use() -> None:
 @pytest.mark.parametrize("call", CRONJOB_CALLS, ids=lambda c: f"{c.verb}-{c.resource}{'/' + c.sub if c.sub else ''}-{c.name}")
 def test_cronjob_controller_calls_are_covered(call: Call) -> None:
     assert allowed(bootstrap_subject_rules(ids.CRONJOB_CONTROLLER), call), call
+
+
+@pytest.mark.parametrize("call", PLACEMENT_DECISIONS_CALLS,
+                         ids=lambda c: f"{c.verb}-{c.resource}{'/' + c.sub if c.sub else ''}-{c.name}")
+def test_placement_decisions_calls_are_covered(call: Call) -> None:
+    assert allowed(bootstrap_subject_rules(ids.PLACEMENT_DECISIONS), call), call
+
+
+def test_the_decision_publisher_gets_nothing_it_does_not_use() -> None:
+    pd = role_rules(ids.PLACEMENT_DECISIONS)
+    for verb in ("get", "list", "watch"):
+        assert not any_allows(pd, verb, "", "secrets", name="s")
+        assert not any_allows(pd, verb, *CLUSTERS, name="c")
+    for verb in ("create", "update", "patch", "delete"):  # it only reads workloads and profiles
+        for res in (DEPLOY, CDS, PROFILES):
+            assert not any_allows(pd, verb, *res, name="web")
+        assert not any_allows(pd, verb, "", "events", name="e")
+    assert not any_allows(pd, "patch", "multicluster.x-k8s.io", "placementdecisions", name="web-deployment-0")
+    assert not any(RBAC in (r.get("apiGroups") or []) for r in pd)
+    assert not any_allows(pd, "get", path=ids.WILDCARD_PATH)
+    assert not any_allows(pd, "update", *LEASES, name=ids.SPLITTER_LEASE)
 
 
 @pytest.mark.parametrize("call", SYNCER_CALLS + PULL_CALLS,
@@ -661,6 +706,9 @@ def test_the_constants_match_the_code() -> None:
     from fleetplane.fleet.hpas.run import LEASE_NAME as HPA_LEASE
 
     assert ids.HPA_CONTROLLER_LEASE == HPA_LEASE
+    from fleetplane.fleet.decisions.run import LEASE_NAME as DECISIONS_LEASE
+
+    assert ids.PLACEMENT_DECISIONS_LEASE == DECISIONS_LEASE
     assert ids.syncer_lease_name("x") == lease_name("x")
     assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster/run.py").read_text()
     assert leader.LeaderElectionConfig("x").namespace == ids.LEADER_ELECTION_NAMESPACE

@@ -11,6 +11,8 @@ from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
 from ..fleet.cronjobs.options import START_FLAGS as CRONJOB_START_FLAGS
 from ..fleet.cronjobs.options import CronJobOptions
+from ..fleet.decisions.options import START_FLAGS as DECISIONS_START_FLAGS
+from ..fleet.decisions.options import DecisionPublisherOptions
 from ..fleet.hpas.options import START_FLAGS as HPA_START_FLAGS
 from ..fleet.hpas.options import HPAControllerOptions
 from ..fleet.services.options import START_FLAGS as SERVICE_CONTROLLER_START_FLAGS
@@ -69,7 +71,9 @@ def _start(args: argparse.Namespace) -> int:
         hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
             HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS),
         cronjobs=None if args.no_cronjob_controller else from_args(
-            CronJobOptions, args, prefix="cronjob-", only=CRONJOB_START_FLAGS))
+            CronJobOptions, args, prefix="cronjob-", only=CRONJOB_START_FLAGS),
+        placement_decisions=None if args.no_placement_decisions or args.no_splitter else from_args(
+            DecisionPublisherOptions, args, prefix="placement-decisions-", only=DECISIONS_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,
@@ -173,6 +177,9 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-cronjob-controller", action="store_true",
                        help="do not run the fleet-wide CronJob controller (CronJobs on the hub then do not fire)")
     add_arguments(start, CronJobOptions, prefix="cronjob-", only=CRONJOB_START_FLAGS)
+    start.add_argument("--no-placement-decisions", action="store_true",
+                       help="do not publish PlacementDecisions (multicluster.x-k8s.io) for split workloads")
+    add_arguments(start, DecisionPublisherOptions, prefix="placement-decisions-", only=DECISIONS_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

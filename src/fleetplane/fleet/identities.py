@@ -46,8 +46,8 @@ from .syncer import constants as sync_constants
 
 __all__ = [
     "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "CRONJOB_CONTROLLER", "CRONJOB_CONTROLLER_LEASE", "HPA_CONTROLLER",
-    "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SERVICE_CONTROLLER", "SERVICE_CONTROLLER_LEASE", "SPLITTER",
-    "SPLITTER_LEASE",
+    "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "PLACEMENT_DECISIONS", "PLACEMENT_DECISIONS_LEASE",
+    "SERVICE_CONTROLLER", "SERVICE_CONTROLLER_LEASE", "SPLITTER", "SPLITTER_LEASE",
     "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
     "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
     "synced_type_rules",
@@ -63,6 +63,8 @@ SERVICE_CONTROLLER = "system:fleetplane:service-controller"
 #: the user the in-hub HorizontalPodAutoscaler controller authenticates as; also its ClusterRole and binding
 HPA_CONTROLLER = "system:fleetplane:hpa-controller"
 CRONJOB_CONTROLLER = "system:fleetplane:cronjob-controller"
+#: the user the in-hub PlacementDecision publisher authenticates as; also its ClusterRole and binding
+PLACEMENT_DECISIONS = "system:fleetplane:placement-decisions"
 #: what every Syncer may do in its logical cluster (bound per Syncer, never by bootstrap)
 SYNCER_ROLE = "system:fleetplane:syncer"
 #: Secrets, for the Syncers of Clusters that sync ``secrets`` (bound per Syncer, only then)
@@ -93,6 +95,8 @@ SERVICE_CONTROLLER_LEASE = "fleetplane-service-controller"
 #: ``hpas.run.LEASE_NAME``
 HPA_CONTROLLER_LEASE = "fleetplane-hpa-controller"
 CRONJOB_CONTROLLER_LEASE = "fleetplane-cronjob-controller"
+#: ``decisions.run.LEASE_NAME``
+PLACEMENT_DECISIONS_LEASE = "fleetplane-placement-decisions"
 #: the non-resource path the ``/clusters/*`` wildcard is authorized against (in ``root``)
 WILDCARD_PATH = "/clusters/*"
 #: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
@@ -653,6 +657,32 @@ def _cronjob_controller_rules() -> list[dict[str, Any]]:
     )
 
 
+# -- the PlacementDecision publisher ------------------------------------------------------------
+
+
+def _placement_decisions_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:placement-decisions`` (``fleet/decisions/controller.py``), bound to
+    :data:`PLACEMENT_DECISIONS` in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` of its informers: the split parents and their children
+      (deployments, clusterdaemonsets: ``decisions.publish.KINDS``), clusterprofiles (which
+      profile a cluster is) and placementdecisions (the ones it manages). It only reads them: no
+      write to a workload or a ClusterProfile.
+    - placementdecisions ``create``, ``update``, ``delete`` (uid-guarded): the slices. RBAC cannot
+      tell its slices from others' (a label), so these apply to every PlacementDecision; it
+      touches only those it labels and controls.
+    - leases for leader election in root. No Events, Secrets, RBAC or namespaces.
+    """
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, [g], [r]) for g, r in
+         [(APPS, "deployments"), (CDS_GROUP, CDS_PLURAL), (ic.GROUP, ic.PLURAL), (ic.GROUP, "placementdecisions")]],
+        [_rule(["create", "delete", "update"], [ic.GROUP], ["placementdecisions"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [PLACEMENT_DECISIONS_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
 # -- bootstrap policy ----------------------------------------------------------------------------
 
 
@@ -664,6 +694,7 @@ def cluster_roles() -> list[dict[str, Any]]:
         _cluster_role(SERVICE_CONTROLLER, _service_controller_rules()),
         _cluster_role(HPA_CONTROLLER, _hpa_controller_rules()),
         _cluster_role(CRONJOB_CONTROLLER, _cronjob_controller_rules()),
+        _cluster_role(PLACEMENT_DECISIONS, _placement_decisions_rules()),
         _cluster_role(SYNCER_ROLE, _syncer_rules()),
         _cluster_role(SYNCER_SECRETS_ROLE, _syncer_secrets_rules()),
     ]
@@ -674,4 +705,4 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
     logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
     return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER),
             _user_binding(HPA_CONTROLLER, HPA_CONTROLLER), _user_binding(CRONJOB_CONTROLLER, CRONJOB_CONTROLLER),
-            _user_binding(SERVICE_CONTROLLER, SERVICE_CONTROLLER)]
+            _user_binding(SERVICE_CONTROLLER, SERVICE_CONTROLLER), _user_binding(PLACEMENT_DECISIONS, PLACEMENT_DECISIONS)]

@@ -17,6 +17,8 @@ from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
 from .cronjobs.options import CronJobOptions
+from .decisions.crd import PLACEMENTDECISION_CRD
+from .decisions.options import DecisionPublisherOptions
 from .hpas.options import HPAControllerOptions
 from .services.options import ServiceControllerOptions
 from .splitter.options import SplitterOptions
@@ -52,6 +54,12 @@ async def run_cronjob_controller(options: CronJobOptions, ctx: ControllerContext
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_decision_publisher(options: DecisionPublisherOptions, ctx: ControllerContext) -> None:
+    from .decisions.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
     """``cluster_controller``, ``splitter``, ``service_controller`` and ``hpa_controller`` are the
@@ -64,10 +72,12 @@ class FleetPlugin:
     hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
     #: the fleet-wide CronJob controller's options (None: not run)
     cronjobs: CronJobOptions | None = field(default_factory=CronJobOptions)
+    #: the PlacementDecision publisher (fleet/decisions), None not to run it
+    placement_decisions: DecisionPublisherOptions | None = field(default_factory=DecisionPublisherOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
-        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD]
+        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD, PLACEMENTDECISION_CRD]
         hub.cluster_roles += identities.cluster_roles()
         hub.cluster_role_bindings += identities.cluster_role_bindings()
         if self.cluster_controller is not None:
@@ -87,3 +97,7 @@ class FleetPlugin:
         if self.cronjobs is not None:
             hub.controllers.append(Controller("cronjob-controller", partial(run_cronjob_controller, self.cronjobs),
                                               identities.CRONJOB_CONTROLLER))
+        if self.placement_decisions is not None:
+            hub.controllers.append(Controller("placement-decisions", partial(run_decision_publisher,
+                                                                             self.placement_decisions),
+                                              identities.PLACEMENT_DECISIONS))
