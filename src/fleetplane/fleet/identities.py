@@ -518,6 +518,9 @@ def _splitter_rules() -> list[dict[str, Any]]:
       RBAC (a label), so these apply to every Deployment.
     - clusterdaemonsets ``patch`` (decision annotation, controller.py:867) and
       clusterdaemonsets/status ``patch`` (controller.py:773); its children are Deployments.
+    - daemonsets and statefulsets (apps): as deployments (``list``, ``watch``, ``create``,
+      ``update``, ``delete``, ``patch``; ``/status`` ``patch``): they are parents and children too
+      (splitter/kinds.py).
     - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:185;
       kube/events.py:123, 107).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
@@ -525,13 +528,14 @@ def _splitter_rules() -> list[dict[str, Any]]:
 
     No Secrets, no RBAC, no ServiceAccounts.
     """
-    wide = [(APPS, "deployments"), (ic.GROUP, ic.PLURAL), (CORE, "namespaces"),
+    workloads = ["deployments", "daemonsets", "statefulsets"]
+    wide = [*((APPS, w) for w in workloads), (ic.GROUP, ic.PLURAL), (CORE, "namespaces"),
             (APIEXTENSIONS, "customresourcedefinitions"), (CDS_GROUP, CDS_PLURAL)]
     return _merge(
         [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
         [_rule(_WATCH_VERBS, [g], [r]) for g, r in wide],
-        [_rule(["create", "delete", "patch", "update"], [APPS], ["deployments"]),
-         _rule(["patch"], [APPS], ["deployments/status"]),
+        [_rule(["create", "delete", "patch", "update"], [APPS], workloads),
+         _rule(["patch"], [APPS], [f"{w}/status" for w in workloads]),
          _rule(["patch"], [CDS_GROUP], [CDS_PLURAL]),
          _rule(["patch"], [CDS_GROUP], [f"{CDS_PLURAL}/status"]),
          _rule(["create", "patch"], [CORE], ["events"]),
