@@ -7,6 +7,8 @@ the splitter last recorded on the workload (the ``placement.fleetplane.io/decisi
 
     fleetplane placement explain deployment/web [-n NS] [--kubeconfig K] [--context C] [-o text|json]
     fleetplane placement explain clusterdaemonset/agent
+    fleetplane placement explain daemonset/agent
+    fleetplane placement explain statefulset/db     # and each cluster's ordinal range
 
 The logical cluster is the one the kubeconfig context's server URL names (``/clusters/<lc>``),
 else ``root``. Exit status: 0, 1 when the workload cannot be placed in full (or its policy is
@@ -27,7 +29,11 @@ __all__ = ["add_parser", "explain", "main"]
 
 _KINDS = {"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
           "deployment.apps": "Deployment", "clusterdaemonset": "ClusterDaemonSet",
-          "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet"}
+          "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet",
+          "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "ds": "DaemonSet", "daemonset.apps": "DaemonSet",
+          "statefulset": "StatefulSet", "statefulsets": "StatefulSet", "sts": "StatefulSet",
+          "statefulset.apps": "StatefulSet"}
+_WANT = "deployment/NAME, statefulset/NAME, daemonset/NAME or clusterdaemonset/NAME"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -35,11 +41,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     placement = subparsers.add_parser("placement", help="explain how workloads are placed on the fleet",
                                       description="Placement of hub workloads on the fleet's clusters.")
     sub = placement.add_subparsers(dest="placement_command", required=True)
-    ex = sub.add_parser("explain", help="print the placement decision for a Deployment or ClusterDaemonSet",
+    ex = sub.add_parser("explain", help="print the placement decision for a Deployment, StatefulSet, DaemonSet "
+                                        "or ClusterDaemonSet",
                         description="Compute the placement decision for a workload from the live objects, with "
                                     "the splitter's engine, and print every cluster considered, filtered out and "
                                     "why, scores and shares, beside what the splitter last recorded.")
-    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME or clusterdaemonset/NAME")
+    ex.add_argument("target", metavar="KIND/NAME", help=_WANT)
     ex.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's, else default)")
     ex.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="the hub's kubeconfig")
     ex.add_argument("--context", default=None, help="kubeconfig context")
@@ -56,7 +63,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _parse_target(text: str) -> tuple[str, str]:
     kind, sep, name = text.partition("/")
     if not sep or not name or kind.lower() not in _KINDS:
-        raise ValueError(f"want deployment/NAME or clusterdaemonset/NAME, not {text!r}")
+        raise ValueError(f"want {_WANT}, not {text!r}")
     return _KINDS[kind.lower()], name
 
 
@@ -81,19 +88,10 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
                   unhealthy_grace: float | None = None, join_grace: float | None = None,
                   profile_namespace: str | None = None) -> dict[str, Any]:
     """The decision for one workload, computed from the live objects, and what was recorded."""
-    from ..fleet.placement import (
-        ANNOTATION_POLICY,
-        ClusterInfo,
-        Limit,
-        Options,
-        PolicyError,
-        decide,
-        parse_policy,
-        policy_from_dict,
-        requests_of,
-    )
+    from ..fleet.placement import ClusterInfo, Limit, Options, PolicyError, decide, requests_of
     from ..fleet.splitter.controller import ANNOTATION_DECISION, LABEL_CLUSTER, SplitterOptions
-    from ..fleet.splitter.crd import CDS_GROUP, CDS_PLURAL, CDS_VERSION
+    from ..fleet.splitter.kinds import KINDS
+    from ..fleet.splitter.ordinals import Range, layout
     from ..inventory import constants as ic
     from ..kube.client import Client
     from ..kube.kubeconfig import ApiTarget
@@ -101,17 +99,15 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     target = ApiTarget.from_kubeconfig(kubeconfig, context)
     lc = target.logical_cluster or "root"
     hub = Client(target.with_server(target.base), "fleetplane-placement-explain")
+    wk = KINDS[kind]
     try:
-        if kind == "Deployment":
-            base = f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments"
-        else:
-            base = f"/clusters/{lc}/apis/{CDS_GROUP}/{CDS_VERSION}/namespaces/{namespace}/{CDS_PLURAL}"
+        base = f"/clusters/{lc}/apis/{wk.api_version}/namespaces/{namespace}/{wk.plural}"
         obj = await hub.get(f"{base}/{name}")
         if obj is None:
             raise LookupError(f'{kind.lower()} "{name}" not found in namespace {namespace} of logical cluster {lc}')
         md = obj.get("metadata") or {}
-        if kind == "Deployment" and LABEL_CLUSTER in (md.get("labels") or {}):
-            raise LookupError(f"deployment {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
+        if wk.group == "apps" and LABEL_CLUSTER in (md.get("labels") or {}):
+            raise LookupError(f"{kind.lower()} {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
                               f"{LABEL_CLUSTER} label: the splitter does not place it")
         spec = obj.get("spec") or {}
         ppath = f"/clusters/{lc}/apis/{ic.GROUP}/{ic.VERSION}/"
@@ -127,7 +123,7 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
             if pname is None:  # the API server names every object
                 continue
             infos.setdefault(pname, ClusterInfo.from_profile(p, ns_labels.get(pm.get("namespace"))))
-        kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments")
+        kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/{wk.child.plural}")
         uid = md.get("uid")
         children: dict[str, dict[str, Any]] = {}
         for k in kids:
@@ -162,24 +158,12 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     used = recorded.get("options") or {}  # the splitter's own settings, as it recorded them
     opts = Options(unhealthy_grace if unhealthy_grace is not None else float(used.get("unhealthyGrace", defaults.unhealthy_grace)),
                    join_grace if join_grace is not None else float(used.get("joinGrace", defaults.join_grace)))
-    current = {c: int((k.get("spec") or {}).get("replicas") or 0) for c, k in children.items()}
+    current = {c: wk.child.units(k) for c, k in children.items()}
     out: dict[str, Any] = {"kind": kind, "name": name, "namespace": namespace, "logicalCluster": lc,
-                           "recorded": recorded,
-                           "children": {c: {"name": (k.get("metadata") or {}).get("name"),
-                                            "replicas": current[c],
-                                            "readyReplicas": int((k.get("status") or {}).get("readyReplicas") or 0),
-                                            "availableReplicas": int((k.get("status") or {}).get("availableReplicas") or 0)}
-                                        for c, k in sorted(children.items())}}
+                           "recorded": recorded, "children": {c: _child(wk, k) for c, k in sorted(children.items())}}
+    replicas = wk.requested(spec)
     try:
-        if kind == "Deployment":
-            replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
-            policy = parse_policy((md.get("annotations") or {}).get(ANNOTATION_POLICY))
-        else:
-            replicas = max(1, int(spec.get("replicasPerCluster") or 1))
-            placement = dict(spec.get("placement") or {})
-            placement["replicasPerCluster"] = replicas
-            placement.setdefault("strategy", "Duplicate")
-            policy = policy_from_dict(placement, path="spec.placement", strategy_default="Duplicate")
+        policy, _ = wk.policy(obj, replicas)
     except PolicyError as err:
         out["error"] = f"invalid placement policy: {err}"
         return out
@@ -187,7 +171,28 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
                limits=limits, now=time.time(), options=opts, seed=f"{namespace}/{name}")
     out["decision"] = {**d.summary(max_filtered=10**6), "clusters": {c.name: c.to_dict() for c in d.clusters}}
     out["lines"] = d.explain()
+    if wk.ordinals:  # the ordinal range each cluster runs now, and where the computed split puts them
+        ranges = {c: Range(v["ordinals"]["start"], v["replicas"]) for c, v in out["children"].items()}
+        computed = layout(d.assignment())
+        out["ordinals"] = {"current": {c: str(r) for c, r in ranges.items()},
+                           "computed": {c: str(r) for c, r in computed.items()}}
+        out["lines"].append("Ordinals now: " + (", ".join(f"{c} {r}" for c, r in ranges.items()) or "none")
+                            + "; computed: " + (", ".join(f"{c} {r}" for c, r in computed.items()) or "none"))
     out["complete"] = d.unplaced == 0
+    return out
+
+
+def _child(wk: Any, child: dict[str, Any]) -> dict[str, Any]:
+    """What explain shows of a child: its name, share and readiness."""
+    st = child.get("status") or {}
+    if not wk.child.replicas:  # a DaemonSet: its nodes' pods
+        return {"name": (child.get("metadata") or {}).get("name"),
+                "replicas": int(st.get("desiredNumberScheduled") or 0), "readyReplicas": int(st.get("numberReady") or 0),
+                "availableReplicas": int(st.get("numberAvailable") or 0)}
+    out = {"name": (child.get("metadata") or {}).get("name"), "replicas": wk.child.units(child),
+           "readyReplicas": int(st.get("readyReplicas") or 0), "availableReplicas": int(st.get("availableReplicas") or 0)}
+    if wk.ordinals:
+        out["ordinals"] = {"start": int(((child.get("spec") or {}).get("ordinals") or {}).get("start") or 0)}
     return out
 
 
