@@ -507,21 +507,21 @@ def _splitter_rules() -> list[dict[str, Any]]:
     """``system:fleetplane:splitter`` (``fleet/splitter/controller.py``), bound to :data:`SPLITTER`
     in every logical cluster.
 
-    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its five informers
-      (controller.py:193-199): deployments (apps), clusterprofiles, namespaces (their ClusterSet
-      labels), customresourcedefinitions (to notice ``deployments.apps`` appear) and
-      clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
-    - deployments ``create`` (a child, controller.py:664), ``update`` (a child's template and
-      replicas, controller.py:701), ``delete`` (a child, uid-guarded, controller.py:648), ``patch``
-      (a parent's decision annotation, controller.py:867); deployments/status ``patch`` (the
-      parent's aggregated status, controller.py:773). It cannot tell parents from children by
+    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its seven informers
+      (controller.py:185-193): deployments, daemonsets, statefulsets (apps), clusterprofiles,
+      namespaces (their ClusterSet labels), customresourcedefinitions (to notice
+      ``deployments.apps`` and the others appear) and clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
+    - deployments ``create`` (a child, controller.py:680), ``update`` (a child's template and
+      replicas, controller.py:722), ``delete`` (a child, uid-guarded, controller.py:663), ``patch``
+      (a parent's decision annotation, controller.py:908); deployments/status ``patch`` (the
+      parent's aggregated status, controller.py:806). It cannot tell parents from children by
       RBAC (a label), so these apply to every Deployment.
-    - clusterdaemonsets ``patch`` (decision annotation, controller.py:867) and
-      clusterdaemonsets/status ``patch`` (controller.py:773); its children are Deployments.
+    - clusterdaemonsets ``patch`` (decision annotation, controller.py:908) and
+      clusterdaemonsets/status ``patch`` (controller.py:806); its children are Deployments.
     - daemonsets and statefulsets (apps): as deployments (``list``, ``watch``, ``create``,
       ``update``, ``delete``, ``patch``; ``/status`` ``patch``): they are parents and children too
       (splitter/kinds.py).
-    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:185;
+    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:176;
       kube/events.py:123, 107).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
       cannot name a create): leader election in root (splitter/__init__.py; kube/leaderelection.py).

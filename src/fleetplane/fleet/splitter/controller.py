@@ -1,8 +1,9 @@
-"""The Deployment Splitter and the ClusterDaemonSet controller (issue 5).
+"""The Deployment Splitter and the ClusterDaemonSet controller (issue 5), generalized to DaemonSets
+and StatefulSets (issue 12).
 
 One :class:`Splitter` serves every logical cluster of a hub through the ``/clusters/*`` wildcard:
-informers on Deployments, ClusterProfiles, Namespaces (ClusterSet labels), CRDs (to notice when a
-type starts being served) and ClusterDaemonSets feed one work queue of parents
+informers on Deployments, DaemonSets, StatefulSets, ClusterProfiles, Namespaces (ClusterSet
+labels), CRDs (to notice when a type starts being served) and ClusterDaemonSets feed one work queue of parents
 ``(kind, logical cluster, namespace, name)``; a parent's ClusterProfiles are those of its own
 logical cluster. Objects carry ``kcp.io/cluster`` naming their logical cluster; every write goes
 to ``/clusters/<lc>/...``. Nothing polls: grace periods are timers.
@@ -28,7 +29,10 @@ For a **Deployment without** ``kcp.dev/cluster`` (a parent), a reconcile:
 
 A **ClusterDaemonSet** (``fleet.fleetplane.io/v1alpha1``) goes through the same steps with the
 ``Duplicate`` strategy: one child Deployment with ``replicasPerCluster`` replicas in every
-available cluster its placement allows.
+available cluster its placement allows. So does a **DaemonSet** (one child DaemonSet per
+cluster), and a **StatefulSet** as a Deployment does, except that its children get contiguous
+ordinal ranges, moved one ordinal at a time (:mod:`.ordinals`). What differs per kind is one
+:class:`.kinds.WorkloadKind`.
 """
 
 from __future__ import annotations
