@@ -192,3 +192,16 @@ def test_scaling_and_an_unreachable_cluster(fleet: Fleet) -> None:
     f.put_status(STS, kids["a"], sts_status(kids["a"]))
     wait_for(lambda: status(f, "db").get("readyReplicas") == 4, 15, interval=0.1,
              what=f"b's replicas not counted (now {status(f, 'db')})")
+
+
+def test_the_parents_first_ordinal_is_the_fleets(fleet: Fleet) -> None:
+    """``spec.ordinals.start`` on the parent: the fleet's ordinals start there (kube: the Pods are
+    ``<name>-<start>`` .. ``<name>-<start+replicas-1>``)."""
+    f = fleet
+    f.serve(STATEFULSET_CRD)
+    f.profile("a")
+    f.profile("b")
+    sts = statefulset("db", 4)
+    sts["spec"]["ordinals"] = {"start": 10}
+    f.apply(sts)
+    run_clusters(f, "db", {"a": (10, 2), "b": (12, 2)})

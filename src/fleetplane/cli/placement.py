@@ -173,7 +173,8 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     out["lines"] = d.explain()
     if wk.ordinals:  # the ordinal range each cluster runs now, and where the computed split puts them
         ranges = {c: Range(v["ordinals"]["start"], v["replicas"]) for c, v in out["children"].items()}
-        computed = layout(d.assignment())
+        first = wk.first_ordinal(spec)
+        computed = {c: Range(first + r.start, r.count) for c, r in layout(d.assignment()).items()}
         out["ordinals"] = {"current": {c: str(r) for c, r in ranges.items()},
                            "computed": {c: str(r) for c, r in computed.items()}}
         out["lines"].append("Ordinals now: " + (", ".join(f"{c} {r}" for c, r in ranges.items()) or "none")
@@ -192,7 +193,7 @@ def _child(wk: Any, child: dict[str, Any]) -> dict[str, Any]:
     out = {"name": (child.get("metadata") or {}).get("name"), "replicas": wk.child.units(child),
            "readyReplicas": int(st.get("readyReplicas") or 0), "availableReplicas": int(st.get("availableReplicas") or 0)}
     if wk.ordinals:
-        out["ordinals"] = {"start": int(((child.get("spec") or {}).get("ordinals") or {}).get("start") or 0)}
+        out["ordinals"] = {"start": wk.child_start(child)}
     return out
 
 

@@ -519,9 +519,10 @@ class _Reconcile:
                                                      f"controlled by {self.kind} {self.name}"))
         # a frozen child is not the plan's to change; an unreachable one's replicas are not available
         p: Plan
-        if wk.ordinals:
+        if wk.ordinals:  # ranges relative to the parent's first ordinal
+            base = wk.first_ordinal(self.spec)
             p = ordinals.plan(target, {c: ordinals.OrdinalView(
-                _int(((o.get("spec") or {}).get("ordinals") or {}).get("start")), wk.units(o),
+                wk.child_start(o) - base, wk.units(o),
                 c not in parts.uncounted and self._ready(o), bool(_md(o).get("deletionTimestamp")))
                 for c, o in children.items() if c not in parts.frozen}, requested)
         else:
@@ -650,7 +651,8 @@ class _Reconcile:
         out = dict(children)
         path = _path(self.lc, *self.wk.child.gvr, self.ns)
         ops = [self._delete(children[c], c, path, out) for c in sorted(p.delete)]
-        ops += [self._write(children.get(c), c, n, p.starts.get(c, 0), spec_hash, path, out)
+        base = self.wk.first_ordinal(self.spec)
+        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), spec_hash, path, out)
                 for c, n in sorted(p.replicas.items())]
         results = await asyncio.gather(*ops, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -697,7 +699,7 @@ class _Reconcile:
         cmd = _md(child)
         old_spec = child.get("spec") or {}
         old_replicas = _int(old_spec.get("replicas")) if ck.replicas else replicas
-        old_start = _int((old_spec.get("ordinals") or {}).get("start")) if self.wk.ordinals else start
+        old_start = self.wk.child_start(child) if self.wk.ordinals else start
         cur_ann = cmd.get("annotations") or {}
         cur_labels = cmd.get("labels") or {}
         refs = cmd.get("ownerReferences") or []

@@ -132,6 +132,14 @@ class WorkloadKind:
             out["ordinals"].pop("start", None)
         return out
 
+    def first_ordinal(self, spec: Mapping[str, Any]) -> int:
+        """A StatefulSet parent's first ordinal (``spec.ordinals.start``, kube's default 0): the
+        fleet's ordinals are ``first .. first+replicas-1``."""
+        return max(0, _int((spec.get("ordinals") or {}).get("start"))) if self.ordinals else 0
+
+    def child_start(self, child: Mapping[str, Any]) -> int:
+        return max(0, _int(((child.get("spec") or {}).get("ordinals") or {}).get("start")))
+
     def units(self, child: Mapping[str, Any]) -> int:
         """What a child holds: its replicas, or 1 for a DaemonSet."""
         return max(0, _int((child.get("spec") or {}).get("replicas"))) if self.replicas else 1

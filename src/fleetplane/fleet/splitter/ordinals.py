@@ -157,6 +157,11 @@ def plan(target: Mapping[str, int], children: Mapping[str, OrdinalView], request
         for c in holders(k):
             if c != owner.get(k):
                 p.waiting[c] = p.waiting.get(c, 0) + 1
+    if not in_flight:  # no move possible (a layout out of name order): not settled, so it shows
+        for k in range(n_total):
+            hs = holders(k)
+            if hs and owner.get(k) not in hs:
+                p.waiting[hs[0]] = p.waiting.get(hs[0], 0) + 1
     # a move that cannot start yet (a target still being deleted) keeps the plan unsettled too
     for c, (s, e) in cur.items():
         count = e - s
