@@ -1,18 +1,25 @@
 """DaemonSets on the hub: one virtual DaemonSet per selected cluster (Duplicate), the parent's status
 summed from its children's, ``kubectl rollout status daemonset`` on the hub, clusters joining and
-leaving. The hub serves DaemonSets as the CRD a Syncer imports; the children's status is written
-as their cluster's DaemonSet controller would."""
+leaving. First against a hub alone, serving DaemonSets as the CRD a Syncer imports, the children's
+status written as their cluster's DaemonSet controller would; then end to end, with simulated
+clusters running the children."""
 
 from __future__ import annotations
 
 import copy
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from importlib.util import find_spec
 
+import pytest
 import yaml
 
 from ..harness import wait_for
+from .conftest import SplitHub
 from .fixtures import DAEMONSET_CRD, TEMPLATE, Fleet
+from .world import World
 
 DS = "daemonsets"
 
@@ -143,3 +150,60 @@ def test_a_daemonset_policy_cannot_split(fleet: Fleet) -> None:
     assert "placement.fleetplane.io/policy.replicasPerCluster: not used by a DaemonSet" in c["message"]
     assert "lastUpdateTime" not in c  # the DaemonSetCondition shape
     assert f.kids(DS, "agent") == {}
+
+
+# -- end to end: simulated clusters run the children (their DaemonSet controllers, nodes, kubelets) --
+
+
+#: until the simulated clusters' DaemonSets (S-apps' milestone) are on this branch
+E2E = pytest.mark.skipif(find_spec("fleetplane.sim.daemonset") is None,
+                         reason="simulated clusters without DaemonSets on this branch")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("ds-e2e")
+    hub = SplitHub(tmp / "hub", extra=["--cluster-controller"]).start()
+    w = World(hub, tmp, resources=("daemonsets.apps",))
+    try:
+        w.join("east", nodes=2)
+        w.join("west", nodes=3)
+        wait_for(lambda: w.fleet.api("GET", "/apis/apps/v1/namespaces/default/daemonsets")[0] == 200, 30,
+                 interval=0.2, what="the Syncers to import daemonsets.apps")
+        yield w
+    finally:
+        for c in w.clusters.values():
+            c.stop(signal.SIGTERM)
+        hub.stop()
+
+
+def wait_ds(f: Fleet, name: str, timeout: float = 60, **want: int) -> dict:
+    return wait_for(lambda: all(status(f, name).get(k) == v for k, v in want.items()) and status(f, name), timeout,
+                    interval=0.2, what=f"{name} status {want} (now {status(f, name)})")
+
+
+@E2E
+def test_e2e_a_daemonset_runs_on_every_node_of_the_fleet(world: World) -> None:
+    f = world.fleet
+    f.apply(daemonset("agent"))
+    wait_ds(f, "agent", desiredNumberScheduled=5, numberAvailable=5, updatedNumberScheduled=5, numberReady=5)
+    out = f.kubectl("rollout", "status", "daemonset/agent", "--timeout=40s").out
+    assert 'daemon set "agent" successfully rolled out' in out
+    for name, nodes in (("east", 2), ("west", 3)):
+        pods = world.clusters[name].kubectl()("get", "pods", "-n", "default", "-l", "app=web", "-o", "name").out.split()
+        assert len(pods) == nodes, (name, pods)
+    # a cluster joining gets its child, and its nodes their pods
+    world.join("north", nodes=1)
+    wait_ds(f, "agent", desiredNumberScheduled=6, numberAvailable=6)
+    # north dies: past the grace period its child is evicted (kept, frozen, not counted)
+    world.clusters["north"].stop(signal.SIGKILL)
+    wait_for(lambda: condition(f, "agent", "Partitioned").get("reason") == "ReplicasEvicted", 40, interval=0.2,
+             what=f"agent Partitioned=ReplicasEvicted (now {condition(f, 'agent', 'Partitioned')})")
+    wait_ds(f, "agent", desiredNumberScheduled=5, numberAvailable=5)
+    assert "north" in f.kids(DS, "agent")
+    # north leaves the fleet: its child goes
+    code, body = f.api("DELETE", "/apis/cluster.example.dev/v1alpha1/namespaces/default/clusters/north")
+    assert code in (200, 202), body
+    wait_kids(f, "agent", {"east", "west"})
+    wait_for(lambda: not condition(f, "agent", "Partitioned"), 30, interval=0.2,
+             what=f"no Partitioned condition (now {condition(f, 'agent', 'Partitioned')})")

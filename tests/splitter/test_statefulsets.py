@@ -1,19 +1,31 @@
 """StatefulSets on the hub: replicas split over clusters as contiguous ordinal ranges
 (``spec.ordinals.start`` + ``spec.replicas``, laid out in cluster-name order), moved one ordinal at
 a time make-before-break, the parent's status summed, ``kubectl rollout status statefulset`` on the
-hub, and ``fleetplane placement explain`` showing the ranges. The hub serves StatefulSets as the
-CRD a Syncer imports; each child's status is written as its cluster's StatefulSet controller would
-(every replica of its current spec ready) by :func:`run_clusters`."""
+hub, and ``fleetplane placement explain`` showing the ranges. First against a hub alone, serving
+StatefulSets as the CRD a Syncer imports, each child's status written as its cluster's StatefulSet
+controller would (every replica of its current spec ready) by :func:`run_clusters`; then end to
+end with simulated clusters: Pods keep their names ``db-<ordinal>``, a moved ordinal's claim stays
+in its old cluster."""
 
 from __future__ import annotations
 
 import copy
 import json
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from importlib.util import find_spec
+
+import pytest
+
+from fleetplane.fleet.splitter.ordinals import layout
+from fleetplane.fleet.syncer import constants as syncer_constants
 
 from ..harness import wait_for
+from .conftest import SplitHub
 from .fixtures import STATEFULSET_CRD, TEMPLATE, Fleet
+from .world import World
 
 STS = "statefulsets"
 
@@ -142,8 +154,8 @@ def test_a_cluster_joining_and_leaving_moves_ordinals_one_at_a_time(fleet: Fleet
     seen = run_clusters(f, "db", {"a": (0, 2), "b": (2, 2), "c": (4, 2)})
     moves = [s for s in seen if sum(n for _, n in s.values()) == 7]  # one ordinal running twice
     assert moves, seen
-    for layout in seen:
-        assert sum(n for _, n in layout.values()) in (6, 7), seen
+    for now in seen:
+        assert sum(n for _, n in now.values()) in (6, 7), seen
     events = [e["message"] for e in f.events("db")]
     assert any("Moved db--a in cluster a from ordinals 0-2 to 0-1" in m for m in events), events
     st = status(f, "db")
@@ -205,3 +217,87 @@ def test_the_parents_first_ordinal_is_the_fleets(fleet: Fleet) -> None:
     sts["spec"]["ordinals"] = {"start": 10}
     f.apply(sts)
     run_clusters(f, "db", {"a": (10, 2), "b": (12, 2)})
+
+
+# -- end to end: simulated clusters run the children (StatefulSet controllers, claims, kubelets) -----
+
+
+#: until the simulated clusters' Statefulsets (S-apps) and the Syncer's downstream names (H1) are on this branch
+E2E = pytest.mark.skipif(find_spec("fleetplane.sim.statefulset") is None or not hasattr(
+    syncer_constants, "DOWNSTREAM_NAME_ANNOTATION"), reason="simulated clusters without statefulsets, or a Syncer "
+    "without downstream names, on this branch")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("sts-e2e")
+    hub = SplitHub(tmp / "hub", extra=["--cluster-controller"]).start()
+    w = World(hub, tmp, resources=("statefulsets.apps",))
+    try:
+        w.join("east")
+        w.join("west")
+        wait_for(lambda: w.fleet.api("GET", "/apis/apps/v1/namespaces/default/statefulsets")[0] == 200, 30,
+                 interval=0.2, what="the Syncers to import statefulsets.apps")
+        yield w
+    finally:
+        for c in w.clusters.values():
+            c.stop(signal.SIGTERM)
+        hub.stop()
+
+
+def names(world: World, cluster: str, kind: str) -> set[str]:
+    out = world.clusters[cluster].kubectl()("get", kind, "-n", "default", "-o", "name").out.split()
+    return {n.split("/", 1)[1] for n in out}
+
+
+def settled(f: Fleet, name: str, n: int) -> dict[str, tuple[int, int]] | None:
+    """The children's ranges once they are the computed layout, every replica is ready and
+    placement has settled."""
+    shares = f.decision_of(STS, name).get("shares") or {}
+    want = {c: (r.start, r.count) for c, r in layout(shares).items()}
+    st = status(f, name)
+    ok = (ranges(f, name) == want and st.get("readyReplicas") == n and st.get("replicas") == n
+          and condition(f, name, "Placement").get("reason") == "Placed")
+    return want if ok else None
+
+
+@E2E
+def test_e2e_ordinals_keep_their_identity_across_clusters(world: World) -> None:
+    f = world.fleet
+    f.apply(statefulset("db", 5))
+    got = wait_for(lambda: settled(f, "db", 5), 90, interval=0.3,
+                   what=f"db placed and ready (now {ranges(f, 'db')}, {status(f, 'db')})")
+    out = f.kubectl("rollout", "status", "statefulset/db", "--timeout=40s").out
+    assert "statefulset rolling update complete 5 pods" in out
+    # every Pod keeps its fleet-wide name db-<ordinal>, each claim data-db-<ordinal>, in its range's cluster
+    for c, (start, n) in got.items():
+        want = {f"db-{k}" for k in range(start, start + n)}
+        assert names(world, c, "pods") == want, (c, got)
+        assert names(world, c, "persistentvolumeclaims") == {f"data-{p}" for p in want}
+    # north joins: ordinals move to it one at a time; their claims stay where they were
+    world.join("north")
+    new = wait_for(lambda: (g := settled(f, "db", 5)) and "north" in g and g, 120, interval=0.3,
+                   what=f"db re-balanced over three clusters (now {ranges(f, 'db')}, {status(f, 'db')})")
+    all_pods = set()
+    for c, (start, n) in new.items():
+        pods = names(world, c, "pods")
+        assert pods == {f"db-{k}" for k in range(start, start + n)}, (c, new)
+        all_pods |= pods
+    assert all_pods == {f"db-{k}" for k in range(5)}
+    before = {k: c for c, (s, n) in got.items() for k in range(s, s + n)}
+    after = {k: c for c, (s, n) in new.items() for k in range(s, s + n)}
+    moved = {k for k in before if before[k] != after[k]}
+    assert moved
+    for k in moved:  # its claim stays, retained, in the old cluster; a new one is provisioned in the new
+        assert f"data-db-{k}" in names(world, before[k], "persistentvolumeclaims")
+        assert f"data-db-{k}" in names(world, after[k], "persistentvolumeclaims")
+    moves = [e["message"] for e in f.events("db") if e["reason"] == "SuccessfulUpdate"]
+    assert any(m.startswith("Moved db--") for m in moves), moves
+    # north dies: past the grace period its ordinals are replaced in the others at once
+    world.clusters["north"].stop(signal.SIGKILL)
+    wait_for(lambda: condition(f, "db", "Partitioned").get("reason") == "ReplicasEvicted", 40, interval=0.2,
+             what=f"db Partitioned=ReplicasEvicted (now {condition(f, 'db', 'Partitioned')})")
+    wait_for(lambda: status(f, "db").get("readyReplicas") == 5, 90, interval=0.3,
+             what=f"db's 5 ordinals ready in east and west (now {ranges(f, 'db')}, {status(f, 'db')})")
+    live = {c: r for c, r in ranges(f, "db").items() if c != "north"}
+    assert sorted(k for s, n in live.values() for k in range(s, s + n)) == list(range(5)), live
