@@ -128,3 +128,44 @@ def test_status_sums() -> None:
                                 "b": {"status": {"desiredNumberScheduled": 3, "numberReady": 1, "numberUnavailable": 2}}})
     assert (ds["desiredNumberScheduled"], ds["numberReady"], ds["numberUnavailable"], ds["numberMisscheduled"]) == \
         (5, 3, 2, 0)
+
+
+def _converge(target: dict[str, int], kids: dict[str, OrdinalView], n: int) -> dict[str, OrdinalView]:
+    for _step in range(300):
+        p = plan(target, kids, n)
+        new = {c: OrdinalView(p.starts[c], r, True) for c, r in p.replicas.items()}
+        if new == kids:
+            break
+        kids = new
+    assert p.settled
+    want = {c: (r.start, r.count) for c, r in layout(target).items() if r.count}
+    assert {c: (v.start, v.replicas) for c, v in kids.items() if v.replicas} == want, (target, kids)
+    return kids
+
+
+def test_a_cluster_back_from_eviction_rejoins_whatever_changed_meanwhile() -> None:
+    """Its frozen child kept its old range while the others took its ordinals (and the fleet may
+    have been re-balanced or scaled): once it counts again, everything still ends at the layout."""
+    rnd = random.Random(7)
+
+    def counts(names: list[str], n: int) -> dict[str, int]:
+        out = dict.fromkeys(names, 0)
+        for _ in range(n):
+            out[rnd.choice(names)] += 1
+        return {c: v for c, v in out.items() if v}
+
+    for _ in range(3000):
+        names = [f"c{i}" for i in range(rnd.randint(2, 5))]
+        n = rnd.randint(1, 12)
+        kids = {c: OrdinalView(r.start, r.count, True) for c, r in layout(counts(names, n)).items()}
+        evicted = rnd.choice(sorted(kids))
+        frozen = kids.pop(evicted)  # not passed to the plan while frozen: its ordinals are replaced
+        n2 = max(1, n + rnd.randint(-2, 2))
+        kids = _converge(counts([c for c in names if c != evicted], n2), kids, n2)
+        kids[evicted] = frozen  # restored: it counts again, with the range it kept
+        n3 = max(1, n2 + rnd.randint(-2, 2))
+        _converge(counts(names, n3), kids, n3)
+    # the simple case: b's range comes back as it was, the copies in a and c go
+    kids = {"a": OrdinalView(0, 3, True), "b": OrdinalView(2, 2, True), "c": OrdinalView(3, 3, True)}
+    p = plan({"a": 2, "b": 2, "c": 2}, kids, 6)
+    assert ranges(p) == {"a": (0, 2), "b": (2, 2), "c": (4, 2)} and p.settled

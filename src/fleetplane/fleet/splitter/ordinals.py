@@ -21,6 +21,12 @@ target's child reports all its replicas ready (for its current generation), the 
 from the old holder. Then the next. Ordinals nobody holds (a scale-up, or an evicted cluster's,
 which are frozen there and not counted) are added to their target at once, and ordinals at or
 above N are removed at once (a scale-down, highest first as a StatefulSet scales down).
+
+A cluster back from eviction counts again with the range its frozen child kept, whose ordinals
+now also run elsewhere: of an ordinal running twice, the copy in its target cluster is kept once
+ready (else a ready one), the others go as soon as they are at an end of their range. When no
+ordinal sits at a boundary (such a range left in the middle of another), the highest one its
+target can take next to its range is copied there, so the re-balance still ends.
 """
 
 from __future__ import annotations
@@ -121,18 +127,23 @@ def plan(target: Mapping[str, int], children: Mapping[str, OrdinalView], request
         if cur[c][0] >= cur[c][1]:
             cur[c] = [cur[c][0], cur[c][0]]
 
-    # an ordinal copied to its target is removed from the others once the target's child is ready
+    # an ordinal copied to its target is removed from the others once the target's child is ready;
+    # one that runs twice elsewhere (a cluster back from eviction) keeps one copy, a ready one
     changed = True
     while changed:
         changed = False
         for k in range(n_total):
             hs = holders(k)
+            if len(hs) < 2:
+                continue
             t = owner.get(k)
-            if len(hs) > 1 and t in hs and t in ready:
-                for c in hs:
-                    if c != t and at_end(c, k):
-                        remove(c, k)
-                        changed = True
+            if t in hs and t not in ready:
+                continue
+            keep = t if t in hs else next((c for c in hs if c in ready), hs[0])
+            for c in hs:
+                if c != keep and at_end(c, k):
+                    remove(c, k)
+                    changed = True
     # ordinals nobody holds go to their target at once
     changed = True
     while changed:
@@ -142,17 +153,21 @@ def plan(target: Mapping[str, int], children: Mapping[str, OrdinalView], request
             if t is not None and not holders(k) and can_add(t, k):
                 add(t, k)
                 changed = True
-    in_flight = [k for k in range(n_total) if len(holders(k)) > 1]
+    # moves waiting for their new copy to be ready (a copy that is ready but cannot be removed from
+    # the middle of an old range yet does not hold the others back)
+    in_flight = [k for k in range(n_total)
+                 if len(hs := holders(k)) > 1 and owner.get(k) in hs and owner.get(k) not in ready]
     if not in_flight:
-        # the next move: the highest misplaced ordinal at a boundary
-        for k in range(n_total - 1, -1, -1):
-            t = owner.get(k)
-            hs = holders(k)
-            if t is None or t in hs or len(hs) != 1 or not at_end(hs[0], k) or not can_add(t, k):
-                continue
-            add(t, k)
-            in_flight.append(k)
-            break
+        # the next move: the highest misplaced ordinal at a boundary; failing that (a range left
+        # in the middle of another by a cluster back from eviction), any its target can take
+        for at_boundary in (True, False):
+            move = next((k for k in range(n_total - 1, -1, -1)
+                         if (t := owner.get(k)) is not None and (hs := holders(k)) and t not in hs
+                         and (not at_boundary or (len(hs) == 1 and at_end(hs[0], k))) and can_add(t, k)), None)
+            if move is not None:
+                add(owner[move], move)
+                in_flight.append(move)
+                break
     for k in in_flight:
         for c in holders(k):
             if c != owner.get(k):
