@@ -487,12 +487,13 @@ def test_the_controller_runs_on_its_own(tmp_path: Path, cluster_a: PhysicalClust
 
 
 def test_a_type_the_hub_cannot_import_is_named_and_the_rest_syncs(fleet: Fleet, cluster_a: PhysicalCluster) -> None:
-    fleet.apply_cluster("podsy", cluster_a.kubeconfig_text(), resources=["pods", "configmaps"])
+    # nodes are cluster-scoped in the cluster: only namespaced types are synced
+    fleet.apply_cluster("podsy", cluster_a.kubeconfig_text(), resources=["nodes", "configmaps"])
     _, _, msg = fleet.wait_condition("podsy", "Synced", "False", "TypeImportFailed", timeout=20)
-    assert msg.startswith("pods: ") and "core" in msg
+    assert msg.startswith("nodes: ") and "cluster-scoped" in msg
     assert fleet.conditions("podsy")["Ready"][:2] == ("False", "TypeImportFailed")
     types = {t["resource"]: t for t in fleet.get("cluster", "podsy")["status"]["types"]}
-    assert types["pods"]["state"] == "Failed" and types["pods"]["message"] in msg
+    assert types["nodes"]["state"] == "Failed" and types["nodes"]["message"] in msg
     assert types["configmaps"]["state"] == "Synced"
     # The other type is synced regardless: a ConfigMap labelled for the cluster appears in it.
     ns = "podsy-" + fleet.lc

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from importlib.util import find_spec
 
 import pytest
 import yaml
@@ -155,11 +154,6 @@ def test_a_daemonset_policy_cannot_split(fleet: Fleet) -> None:
 # -- end to end: simulated clusters run the children (their DaemonSet controllers, nodes, kubelets) --
 
 
-#: until the simulated clusters' DaemonSets (S-apps' milestone) are on this branch
-E2E = pytest.mark.skipif(find_spec("fleetplane.sim.daemonset") is None,
-                         reason="simulated clusters without DaemonSets on this branch")
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("ds-e2e")
@@ -182,7 +176,6 @@ def wait_ds(f: Fleet, name: str, timeout: float = 60, **want: int) -> dict:
                     interval=0.2, what=f"{name} status {want} (now {status(f, name)})")
 
 
-@E2E
 def test_e2e_a_daemonset_runs_on_every_node_of_the_fleet(world: World) -> None:
     f = world.fleet
     f.apply(daemonset("agent"))

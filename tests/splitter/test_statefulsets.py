@@ -15,12 +15,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from importlib.util import find_spec
 
 import pytest
 
 from fleetplane.fleet.splitter.ordinals import layout
-from fleetplane.fleet.syncer import constants as syncer_constants
 
 from ..harness import wait_for
 from .conftest import SplitHub
@@ -230,12 +228,6 @@ def test_the_parents_first_ordinal_is_the_fleets(fleet: Fleet) -> None:
 # -- end to end: simulated clusters run the children (StatefulSet controllers, claims, kubelets) -----
 
 
-#: until the simulated clusters' Statefulsets (S-apps) and the Syncer's downstream names (H1) are on this branch
-E2E = pytest.mark.skipif(find_spec("fleetplane.sim.statefulset") is None or not hasattr(
-    syncer_constants, "DOWNSTREAM_NAME_ANNOTATION"), reason="simulated clusters without statefulsets, or a Syncer "
-    "without downstream names, on this branch")
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("sts-e2e")
@@ -269,7 +261,6 @@ def settled(f: Fleet, name: str, n: int) -> dict[str, tuple[int, int]] | None:
     return want if ok else None
 
 
-@E2E
 def test_e2e_ordinals_keep_their_identity_across_clusters(world: World) -> None:
     f = world.fleet
     f.apply(statefulset("db", 5))

@@ -20,21 +20,6 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedCluster]:
     s.stop()
 
 
-def test_core_types_are_reported_not_imported(hub, sim, start_syncer, names):
-    """Pods are core/v1 in the cluster; the hub cannot serve a CRD in the core group: the type
-    is reported as not importable while the other types keep syncing."""
-    lc, cluster = names("lc"), names("c")
-    up = Api(hub, lc)
-    up.ns("demo")
-    up.create("/api/v1/namespaces/demo/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                     "metadata": {"name": "cfg", "labels": {"kcp.dev/cluster": cluster}}})
-    s = start_syncer(cluster, target(hub, lc), target(sim, "root"), resources=("pods", "configmaps"))
-    h = wait_for(lambda: (x := s.health()).reason == "TypeImportFailed" and x, 10, what="pods reported")
-    assert "core (v1) type the hub does not serve" in h.type_errors["pods"]
-    assert h.connected and "pods.v1" in h.types
-    wait_for(lambda: Api(sim, "root").get("/api/v1/namespaces/demo/configmaps/cfg"), 10, what="configmaps still sync")
-
-
 def test_deployment_runs_in_the_cluster_and_reports_ready(hub, sim, start_syncer, names, tmp_path):
     lc, cluster = names("lc"), names("c")
     up, down = Api(hub, lc), Api(sim, "root")
@@ -81,12 +66,12 @@ def test_deployment_runs_in_the_cluster_and_reports_ready(hub, sim, start_syncer
 
 
 def test_everything_the_cluster_serves(hub, sim, start_syncer, names):
-    """``"*"``: every namespaced, watchable type; core types the hub lacks are notes, not errors."""
+    """``"*"``: every namespaced, watchable type, core types the hub lacks imported as ``<plural>.core``."""
     lc, cluster = names("lc"), names("c")
     s = start_syncer(cluster, target(hub, lc), target(sim, "root"), resources=("*",))
-    h = wait_for(lambda: (x := s.health()).reason != "Starting" and "pods" in x.notes and x, 15, what="first pass")
+    h = wait_for(lambda: (x := s.health()).reason == "Synced" and x, 20, what="first pass")
     assert {"configmaps.v1", "deployments.v1.apps", "replicasets.v1.apps", "pods.v1"} <= set(h.types), h.types
     assert not any(t.startswith("events") or t.startswith("leases") for t in h.types), h.types
-    assert "pods" not in h.type_errors
-    for key, msg in h.type_errors.items():  # until the hub accepts CRDs in the apps group
-        assert key in ("deployments.apps", "replicasets.apps") and "at least one dot" in msg, h.type_errors
+    assert not h.type_errors
+    crds = Api(hub, lc).get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    assert {"pods.core", "deployments.apps", "replicasets.apps"} <= {c["metadata"]["name"] for c in crds}

@@ -263,11 +263,41 @@ def _splitter_calls() -> list[Call]:
     return out + _leader_calls(SPL, ids.SPLITTER_LEASE)
 
 
+def _hpa_controller_calls() -> list[Call]:
+    f, c = "fleet/hpas/controller.py", ids.HPA_CONTROLLER
+    hpa = ("autoscaling", "horizontalpodautoscalers")
+    out = []
+    for group, res, snippet in ((*hpa, 'f"/clusters/*/apis/{HPA[0]}/{HPA[1]}/{HPA[2]}"'),
+                                (*DEPLOY, '"/clusters/*/apis/apps/v1/deployments"')):
+        out += [Call(c, f, snippet, "list", group, res, where="wildcard"),
+                Call(c, f, snippet, "watch", group, res, where="wildcard")]
+    out += [
+        Call(c, f, 'await self.hub.patch(_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}', "patch", *hpa,
+             namespace="default", name="web"),
+        Call(c, f, "await self.hub.create(path, body, FIELD_MANAGER)", "create", *hpa, namespace="default"),
+        Call(c, f, "ops.append(self.hub.replace(f\"{path}/{_md(have)['name']}\", new, FIELD_MANAGER))", "update", *hpa,
+             namespace="default", name="web--east"),
+        Call(c, f, "await self.hub.delete(f\"{path}/{_md(child)['name']}\", uid=_md(child).get(\"uid\"))", "delete", *hpa,
+             namespace="default", name="web--east"),
+        Call(c, f, 'await self.hub.replace(_path(lc, API_VERSION, HPA[2], ns, name, "status"), body, FIELD_MANAGER)',
+             "update", *hpa, "status", namespace="default", name="web"),
+        Call(c, f, 'await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, tmd["name"]),', "patch", *DEPLOY,
+             namespace="default", name="web"),
+        Call(c, f, 'await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, dn),', "patch", *DEPLOY,
+             namespace="default", name="web"),
+        Call(c, "kube/events.py", "await self.client.create(path, body)", "create", "", "events", namespace="default"),
+        Call(c, "kube/events.py", 'await self.client.patch(f"{seen[0]}/{seen[1]}"', "patch", "", "events",
+             namespace="default", name="web.17f"),
+    ]
+    return out + _leader_calls(c, ids.HPA_CONTROLLER_LEASE)
+
+
 SYNCER_CALLS = _syncer_calls()
 PULL_CALLS = _pull_calls()
 CONTROLLER_CALLS = _controller_calls()
 SPLITTER_CALLS = _splitter_calls()
-ALL_CALLS = SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS
+HPA_CONTROLLER_CALLS = _hpa_controller_calls()
+ALL_CALLS = SYNCER_CALLS + PULL_CALLS + CONTROLLER_CALLS + SPLITTER_CALLS + HPA_CONTROLLER_CALLS
 
 #: hub requests RBAC cannot grant ahead of time: objects of a type only known at run time (a
 #: CRD a cluster offers, or anything through "*"). They need synced_type_rules() for that type,
@@ -363,7 +393,8 @@ def check_rule(r: dict) -> None:
 
 def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
     bindings = {b["metadata"]["name"]: b for b in ids.cluster_role_bindings()}
-    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER}
+    assert set(bindings) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER}
+    assert ids.HPA_CONTROLLER == "system:fleetplane:hpa-controller"
     assert ids.CLUSTER_CONTROLLER == "system:fleetplane:cluster-controller"
     assert ids.SPLITTER == "system:fleetplane:splitter"
     for name, b in bindings.items():
@@ -374,7 +405,8 @@ def test_bootstrap_bindings_bind_the_controllers_to_their_users_only() -> None:
         assert b["subjects"] == [{"apiGroup": RBAC, "kind": "User", "name": name}]
     bound = {b["roleRef"]["name"] for b in bindings.values()}
     assert ids.SYNCER_ROLE not in bound and ids.SYNCER_SECRETS_ROLE not in bound
-    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.SYNCER_ROLE, ids.SYNCER_SECRETS_ROLE}
+    assert set(roles()) == {ids.CLUSTER_CONTROLLER, ids.SPLITTER, ids.HPA_CONTROLLER, ids.SYNCER_ROLE,
+                            ids.SYNCER_SECRETS_ROLE}
 
 
 def test_bootstrap_policy_accepts_them() -> None:
@@ -405,6 +437,24 @@ def test_cluster_controller_calls_are_covered(call: Call) -> None:
 @pytest.mark.parametrize("call", SPLITTER_CALLS, ids=lambda c: f"{c.verb}-{c.resource}{'/' + c.sub if c.sub else ''}-{c.name}")
 def test_splitter_calls_are_covered(call: Call) -> None:
     assert allowed(bootstrap_subject_rules(ids.SPLITTER), call), call
+
+
+@pytest.mark.parametrize("call", HPA_CONTROLLER_CALLS, ids=lambda c: f"{c.verb}-{c.resource}{'/' + c.sub if c.sub else ''}-{c.name}")
+def test_hpa_controller_calls_are_covered(call: Call) -> None:
+    assert allowed(bootstrap_subject_rules(ids.HPA_CONTROLLER), call), call
+
+
+def test_the_hpa_controller_gets_nothing_it_does_not_use() -> None:
+    hpa = role_rules(ids.HPA_CONTROLLER)
+    for verb in ("get", "list", "watch"):
+        assert not any_allows(hpa, verb, "", "secrets", name="s")
+        assert not any_allows(hpa, verb, *CLUSTERS, name="c")
+        assert not any_allows(hpa, verb, *PROFILES, name="p")
+    for verb in ("create", "update", "delete"):
+        assert not any_allows(hpa, verb, *DEPLOY, name="web")
+    assert not any(RBAC in (r.get("apiGroups") or []) for r in hpa)
+    assert not any_allows(hpa, "get", path=ids.WILDCARD_PATH)
+    assert not any_allows(hpa, "update", *LEASES, name=ids.SPLITTER_LEASE)
 
 
 @pytest.mark.parametrize("call", SYNCER_CALLS + PULL_CALLS,
@@ -590,6 +640,9 @@ def test_the_constants_match_the_code() -> None:
     from fleetplane.kube import leaderelection as leader
 
     assert ids.SPLITTER_LEASE == LEASE_NAME
+    from fleetplane.fleet.hpas.run import LEASE_NAME as HPA_LEASE
+
+    assert ids.HPA_CONTROLLER_LEASE == HPA_LEASE
     assert ids.syncer_lease_name("x") == lease_name("x")
     assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster/run.py").read_text()
     assert leader.LeaderElectionConfig("x").namespace == ids.LEADER_ELECTION_NAMESPACE

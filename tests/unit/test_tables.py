@@ -223,6 +223,38 @@ def test_deployment_and_replicaset_printers():
         "web-1", 2, 2, 0, "<unknown>", "", "", "<none>"]
 
 
+def test_daemonset_statefulset_and_pvc_printers():
+    ds = workload("apps", "DaemonSet", "daemonsets")
+    assert columns(ds) == [("Name", "string", 0), ("Desired", "integer", 0), ("Current", "integer", 0), ("Ready", "integer", 0),
+                           ("Up-to-date", "integer", 0), ("Available", "integer", 0), ("Node Selector", "string", 0),
+                           ("Age", "string", 0), ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1)]
+    obj = {"metadata": {"name": "agent", "creationTimestamp": ts(60)},
+           "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                    "template": {"spec": {"nodeSelector": {"zone": "a", "disk": "ssd"}, "containers": [{"name": "a", "image": "busybox"}]}}},
+           "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2, "updatedNumberScheduled": 1,
+                      "numberAvailable": 2}}
+    assert cells(ds, obj) == ["agent", 3, 3, 2, 1, 2, "disk=ssd,zone=a", "60s", "a", "busybox", "app=agent"]
+    assert cells(ds, {"metadata": {"name": "x"}, "spec": {}})[:7] == ["x", 0, 0, 0, 0, 0, "<none>"]
+    sts = workload("apps", "StatefulSet", "statefulsets")
+    assert columns(sts) == [("Name", "string", 0), ("Ready", "string", 0), ("Age", "string", 0), ("Containers", "string", 1),
+                            ("Images", "string", 1)]
+    assert cells(sts, {"metadata": {"name": "web", "creationTimestamp": ts(7200)}, "spec": {"replicas": 3, "template": {
+        "spec": {"containers": [{"name": "db", "image": "postgres"}]}}}, "status": {"readyReplicas": 1}}) == [
+        "web", "1/3", "120m", "db", "postgres"]
+    pvc = workload("", "PersistentVolumeClaim", "persistentvolumeclaims")
+    assert [c[0] for c in columns(pvc)] == ["Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+                                           "VolumeAttributesClass", "Age", "VolumeMode"]
+    assert columns(pvc)[-1] == ("VolumeMode", "string", 1)
+    bound = {"metadata": {"name": "data-web-0", "creationTimestamp": ts(5)},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeName": "pvc-1",
+                      "storageClassName": "standard", "volumeMode": "Filesystem"},
+             "status": {"phase": "Bound", "accessModes": ["ReadOnlyMany", "ReadWriteOnce"], "capacity": {"storage": "2Gi"}}}
+    assert cells(pvc, bound) == ["data-web-0", "Bound", "pvc-1", "2Gi", "RWO,ROX", "standard", "<unset>", "5s", "Filesystem"]
+    pending = {"metadata": {"name": "p", "deletionTimestamp": ts(0)}, "spec": {"accessModes": ["ReadWriteOnce"]},
+               "status": {"phase": "Pending", "accessModes": ["ReadWriteOnce"]}}
+    assert cells(pvc, pending) == ["p", "Terminating", "", "", "", "", "<unset>", "<unknown>", "<unset>"]
+
+
 def test_pod_printer():
     pod = workload("", "Pod", "pods")
     assert [c[0] for c in columns(pod)] == ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node",
@@ -308,7 +340,7 @@ def test_a_new_kind_prints_with_its_printer():
 
 def test_builtin_column_descriptions_come_from_the_schemas():
     printed = [rt for rt in [*builtin_types(), logical_cluster_type(), *workload_types()] if rt.printer is not None]
-    assert len(printed) == 20  # every kind with a printer in kube (webhook configurations and admission policies, FlowSchemas and PriorityLevelConfigurations included); Roles, ClusterRoles, CRDs use the default
+    assert len(printed) == 25  # every kind with a printer in kube (HorizontalPodAutoscalers in v1 and v2, webhook configurations and admission policies, FlowSchemas and PriorityLevelConfigurations included); Roles, ClusterRoles, CRDs use the default
     for rt in printed:
         assert rt.printer is not None
         for definition in rt.printer.column_definitions():

@@ -226,3 +226,14 @@ def validate_label_selector(sel: Any, path: str) -> list[FieldError]:
             if why:
                 errs.append(e.invalid(f"{p}.values[{j}]", v, why))
     return errs
+
+
+#: the name suffix of a CRD in the core group (``spec.group: ""``): ``pods.core``, kcp's convention
+#: for a physical cluster's core types (Services, Pods...) imported into a logical cluster
+CRD_CORE_SUFFIX = "core"
+
+
+def crd_name(plural: str, group: str) -> str:
+    """A CRD's required name: ``<plural>.<group>``, ``<plural>.core`` in the core group (the hub's
+    rule, shared with the Syncer, which builds the CRDs it imports)."""
+    return f"{plural}.{group or CRD_CORE_SUFFIX}"

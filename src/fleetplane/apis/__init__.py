@@ -12,7 +12,17 @@ from __future__ import annotations
 from functools import cache
 
 from ..registry.types import ResourceType
-from . import admissionregistration, apiextensions, apps, coordination, core, events, flowcontrol, rbac
+from . import (
+    admissionregistration,
+    apiextensions,
+    apps,
+    autoscaling,
+    coordination,
+    core,
+    events,
+    flowcontrol,
+    rbac,
+)
 from .tenancy import logical_cluster_type
 
 __all__ = ["builtin_types", "known_type", "logical_cluster_type", "workload_types"]
@@ -27,8 +37,8 @@ def builtin_types(crds_in: apiextensions.CRDLister = apiextensions.no_crds) -> l
 
 
 def workload_types() -> list[ResourceType]:
-    """Fresh ResourceType objects for Deployments, ReplicaSets, Pods and Nodes (simulated clusters)."""
-    return [*apps.resource_types(), *core.workload_resource_types()]
+    """Fresh ResourceType objects for Deployments, ReplicaSets, HorizontalPodAutoscalers, Pods and Nodes (simulated clusters)."""
+    return [*apps.resource_types(), *autoscaling.resource_types(), *core.workload_resource_types()]
 
 
 @cache

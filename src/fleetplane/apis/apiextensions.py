@@ -5,6 +5,7 @@ this is the kind's strategy. No printer: kube prints CRDs with the default table
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
@@ -12,6 +13,7 @@ from ..apimachinery.metatime import now_rfc3339
 from ..registry import crd
 from ..registry.types import ResourceType, Strategy
 from ..registry.validation import validate_object_meta
+from .core import resource_types as core_resource_types
 
 CRD_DEFINITION = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
 
@@ -23,6 +25,13 @@ CRDLister = Callable[[str], list[dict]]
 def no_crds(cluster: str) -> list[dict]:
     """A catalog without storage behind it (tables, OpenAPI) has no stored CRDs."""
     return []
+
+
+@cache
+def _core_builtins() -> tuple[frozenset[str], frozenset[str]]:
+    """The plurals (and singulars) and kinds of the core types the hub serves itself."""
+    core = core_resource_types()
+    return frozenset(n for rt in core for n in (rt.plural, rt.singular)), frozenset(rt.kind for rt in core)
 
 
 class CRDStrategy(Strategy):
@@ -54,7 +63,7 @@ class CRDStrategy(Strategy):
         return obj.get("spec") != old.get("spec")
 
     def validate(self, obj: dict) -> list[FieldError]:
-        return validate_object_meta(obj, namespaced=False) + crd.validate_crd(obj)
+        return validate_object_meta(obj, namespaced=False) + crd.validate_crd(obj, _core_builtins())
 
     def validate_update(self, obj: dict, old: dict) -> list[FieldError]:
         errs = self.validate(obj)

@@ -1,9 +1,11 @@
 """``fleetplane cluster``: simulated physical clusters.
 
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
---node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--insecure-http]`` serves a
-cluster that behaves like a real one to a client (Deployments, ReplicaSets, Pods, Nodes and
-their controllers, a scheduler and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
+--node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
+[--hpa-downscale-stabilization S] [--insecure-http]`` serves a cluster that behaves like a real
+one to a client (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
+Pods, Nodes, PersistentVolumeClaims and their controllers, a scheduler, a toy volume provisioner
+and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -80,10 +82,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                     description="Simulated physical Kubernetes clusters.")
     sub = cluster.add_subparsers(dest="cluster_command", required=True)
     sim = sub.add_parser(
-        "simulate", help="run a simulated physical cluster (Deployments, Pods, Nodes, scheduler, kubelets)",
+        "simulate", help="run a simulated physical cluster (Deployments, DaemonSets, StatefulSets, Pods, Nodes, "
+                         "PersistentVolumeClaims, scheduler, kubelets)",
         description="Run a simulated physical cluster that behaves like a real one to a client, in the spirit of "
-                    "KWOK: the hub's API server with apps/v1 Deployments and ReplicaSets and core/v1 Pods and "
-                    "Nodes, a Deployment and a ReplicaSet controller, a scheduler and simulated kubelets. It "
+                    "KWOK: the hub's API server with apps/v1 Deployments, ReplicaSets, DaemonSets and StatefulSets, "
+                    "autoscaling/v2 (and v1) HorizontalPodAutoscalers and core/v1 Pods, Nodes and "
+                    "PersistentVolumeClaims, a Deployment, a ReplicaSet and an HPA controller, "
+                    "a scheduler and simulated kubelets. The DaemonSet controller runs one pod per node matching "
+                    "the template's node selector and affinity and tolerating its taints (bound through node "
+                    "affinity by the scheduler) and rolls updates within maxUnavailable/maxSurge; the StatefulSet "
+                    "controller creates pods <name>-<ordinal> from spec.ordinals.start in order (OrderedReady: "
+                    "each Ready for minReadySeconds before the next; or Parallel), scales down and rolls updates from the highest "
+                    "ordinal, and creates claims <template>-<name>-<ordinal> from volumeClaimTemplates, kept or "
+                    "deleted per the retention policy; a toy provisioner binds every PersistentVolumeClaim at once "
+                    "(volumeName pvc-<uid>, capacity = request, no PersistentVolume objects) and holds a deleted "
+                    "claim (pvc-protection finalizer) while a pod uses it. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
     sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")
@@ -100,6 +113,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="how long a scheduled pod stays ContainerCreating before it is Running and Ready (default 1)")
     sim.add_argument("--heartbeat-interval", type=_seconds, default=10.0, metavar="SECONDS",
                      help="how often the kubelets renew their node leases (default 10, as kube)")
+    sim.add_argument("--hpa-sync-period", type=_seconds, default=15.0, metavar="SECONDS",
+                     help="how often the HorizontalPodAutoscaler controller syncs each HPA (default 15, kube's "
+                          "--horizontal-pod-autoscaler-sync-period); a Pod's simulated CPU utilisation is its "
+                          "annotation sim.fleetplane.io/cpu-utilization: \"<percent>\" (e.g. on the pod template)")
+    sim.add_argument("--hpa-downscale-stabilization", type=_seconds, default=300.0, metavar="SECONDS",
+                     help="the scale-down stabilisation window of HPAs whose behavior sets none (default 300, kube's "
+                          "--horizontal-pod-autoscaler-downscale-stabilization)")
     sim.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
                      help="admission plugins to turn off, as kube-apiserver's flag (e.g. "
                           "ServiceAccount,DefaultTolerationSeconds: Pods are then stored without their defaulting)")
@@ -114,7 +134,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                    port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
                    node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
                    kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
-                   disable_admission_plugins=args.disable_admission_plugins))
+                   disable_admission_plugins=args.disable_admission_plugins,
+                   hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
     return 0
 
 

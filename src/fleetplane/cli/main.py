@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
+from ..fleet.hpas.options import START_FLAGS as HPA_START_FLAGS
+from ..fleet.hpas.options import HPAControllerOptions
 from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
 from ..fleet.splitter.options import SplitterOptions
 from ..kube.options import add_arguments, from_args
@@ -57,7 +59,9 @@ def _start(args: argparse.Namespace) -> int:
             ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
             cluster_profiles=not args.no_cluster_profiles),
         splitter=None if args.no_splitter else from_args(
-            SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS))
+            SplitterOptions, args, prefix="splitter-", only=SPLITTER_START_FLAGS),
+        hpa_controller=None if args.no_hpa_controller or args.no_splitter else from_args(
+            HPAControllerOptions, args, prefix="hpa-", only=HPA_START_FLAGS))
     plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,
@@ -151,6 +155,10 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-splitter", action="store_true",
                        help="do not run the Deployment splitter and ClusterDaemonSet controller")
     add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
+    start.add_argument("--no-hpa-controller", action="store_true",
+                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
+                            "it does not run with --no-splitter either)")
+    add_arguments(start, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
     start.set_defaults(func=_start)
     add_inventory_parser(sub)
     add_storage_parser(sub)

@@ -44,7 +44,7 @@ from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
 from .syncer import constants as sync_constants
 
 __all__ = [
-    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
+    "CLUSTER_CONTROLLER", "CLUSTER_CONTROLLER_LEASE", "HPA_CONTROLLER", "HPA_CONTROLLER_LEASE", "LEADER_ELECTION_NAMESPACE", "SPLITTER", "SPLITTER_LEASE",
     "SYNCER_DEFAULT_RESOURCES", "SYNCER_NAMESPACE", "SYNCER_ROLE", "SYNCER_SECRETS_ROLE", "WILDCARD_PATH",
     "cluster_role_bindings", "cluster_roles", "syncer_lease_name", "syncer_role_binding", "syncer_service_account",
     "synced_type_rules",
@@ -55,6 +55,8 @@ __all__ = [
 CLUSTER_CONTROLLER = "system:fleetplane:cluster-controller"
 #: the user the in-hub Deployment splitter authenticates as; also its ClusterRole and binding
 SPLITTER = "system:fleetplane:splitter"
+#: the user the in-hub HorizontalPodAutoscaler controller authenticates as; also its ClusterRole and binding
+HPA_CONTROLLER = "system:fleetplane:hpa-controller"
 #: what every Syncer may do in its logical cluster (bound per Syncer, never by bootstrap)
 SYNCER_ROLE = "system:fleetplane:syncer"
 #: Secrets, for the Syncers of Clusters that sync ``secrets`` (bound per Syncer, only then)
@@ -80,11 +82,15 @@ LEADER_ELECTION_NAMESPACE = "kube-system"
 CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
 #: ``splitter.LEASE_NAME``
 SPLITTER_LEASE = "fleetplane-splitter"
+#: ``hpas.run.LEASE_NAME``
+HPA_CONTROLLER_LEASE = "fleetplane-hpa-controller"
 #: the non-resource path the ``/clusters/*`` wildcard is authorized against (in ``root``)
 WILDCARD_PATH = "/clusters/*"
 #: ``fleetplane.fleet.syncer.DEFAULT_RESOURCES`` (kept equal by tests/unit/test_identities.py):
 #: what a Cluster without ``spec.resources`` syncs, and so what the static roles cover
-SYNCER_DEFAULT_RESOURCES: tuple[str, ...] = ("deployments.apps", "configmaps", "secrets", "serviceaccounts")
+SYNCER_DEFAULT_RESOURCES: tuple[str, ...] = (
+    "deployments.apps", "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims",
+    "daemonsets.apps", "statefulsets.apps", "jobs.batch", "cronjobs.batch", "horizontalpodautoscalers.autoscaling")
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 API_VERSION = f"{RBAC_GROUP}/v1"
@@ -211,8 +217,10 @@ def _syncer_rules() -> list[dict[str, Any]]:
     - namespaces ``get``, ``list``, ``watch``, ``patch``: namespaces are always a synced type
       (syncer/__init__.py:215), with the calls of :func:`synced_type_rules`.
     - the other default synced types (:data:`SYNCER_DEFAULT_RESOURCES` without secrets):
-      configmaps and serviceaccounts (core), deployments (apps; an imported CRD on the hub), with
-      ``deployments/status`` -- see :func:`synced_type_rules`. Other types a Cluster names need
+      configmaps and serviceaccounts (core, built-in on the hub); services and persistentvolumeclaims
+      (core, imported CRDs ``<plural>.core`` served under ``/api/v1``); deployments, daemonsets,
+      statefulsets (apps), jobs, cronjobs (batch), horizontalpodautoscalers (autoscaling), all imported
+      CRDs, with their ``/status`` -- see :func:`synced_type_rules`. Other types a Cluster names need
       their own grant (:func:`syncer_role_binding` ``resources=``); ``"*"`` cannot be expressed.
     - events ``create`` and ``patch``: the Syncer's EventRecorder (syncer/__init__.py:107) creates
       Events (kube/events.py:123) and bumps the count of repeats within 10 minutes
@@ -508,20 +516,20 @@ def _splitter_rules() -> list[dict[str, Any]]:
     in every logical cluster.
 
     - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its seven informers
-      (controller.py:185-193): deployments, daemonsets, statefulsets (apps), clusterprofiles,
+      (controller.py:186-194): deployments, daemonsets, statefulsets (apps), clusterprofiles,
       namespaces (their ClusterSet labels), customresourcedefinitions (to notice
       ``deployments.apps`` and the others appear) and clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
-    - deployments ``create`` (a child, controller.py:680), ``update`` (a child's template and
-      replicas, controller.py:722), ``delete`` (a child, uid-guarded, controller.py:663), ``patch``
-      (a parent's decision annotation, controller.py:908); deployments/status ``patch`` (the
-      parent's aggregated status, controller.py:806). It cannot tell parents from children by
+    - deployments ``create`` (a child, controller.py:686), ``update`` (a child's template and
+      replicas, controller.py:728), ``delete`` (a child, uid-guarded, controller.py:669), ``patch``
+      (a parent's decision annotation, controller.py:914); deployments/status ``patch`` (the
+      parent's aggregated status, controller.py:812). It cannot tell parents from children by
       RBAC (a label), so these apply to every Deployment.
-    - clusterdaemonsets ``patch`` (decision annotation, controller.py:908) and
-      clusterdaemonsets/status ``patch`` (controller.py:806); its children are Deployments.
+    - clusterdaemonsets ``patch`` (decision annotation, controller.py:914) and
+      clusterdaemonsets/status ``patch`` (controller.py:812); its children are Deployments.
     - daemonsets and statefulsets (apps): as deployments (``list``, ``watch``, ``create``,
       ``update``, ``delete``, ``patch``; ``/status`` ``patch``): they are parents and children too
       (splitter/kinds.py).
-    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:176;
+    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:177;
       kube/events.py:123, 107).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
       cannot name a create): leader election in root (splitter/__init__.py; kube/leaderelection.py).
@@ -544,6 +552,36 @@ def _splitter_rules() -> list[dict[str, Any]]:
     )
 
 
+# -- the HPA controller ----------------------------------------------------------------------------
+
+
+def _hpa_controller_rules() -> list[dict[str, Any]]:
+    """``system:fleetplane:hpa-controller`` (``fleet/hpas/controller.py``), bound to
+    :data:`HPA_CONTROLLER` in every logical cluster.
+
+    - ``/clusters/*`` ``list``, ``watch`` of horizontalpodautoscalers (autoscaling) and deployments
+      (apps): its two informers.
+    - horizontalpodautoscalers ``create``, ``update``, ``delete`` (the child HPAs, uid-guarded
+      deletes), ``patch`` (kube's defaults into a parent the hub stored without them) and horizontalpodautoscalers/status ``update`` (the parent's aggregated status). RBAC
+      cannot tell parents from children (a label): these apply to every HPA.
+    - deployments ``patch``: the parent's ``autoscaling.fleetplane.io/hpa`` annotation and its
+      ``spec.replicas`` (the sum of its children's). It never creates, updates or deletes a Deployment.
+    - events ``create``, ``patch`` (kube/events.py); leases for leader election in root.
+
+    No Secrets, no RBAC, no Clusters or ClusterProfiles.
+    """
+    return _merge(
+        [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
+        [_rule(_WATCH_VERBS, ["autoscaling"], ["horizontalpodautoscalers"]), _rule(_WATCH_VERBS, [APPS], ["deployments"])],
+        [_rule(["create", "delete", "patch", "update"], ["autoscaling"], ["horizontalpodautoscalers"]),
+         _rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+         _rule(["patch"], [APPS], ["deployments"]),
+         _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["get", "update"], [COORDINATION], ["leases"], [HPA_CONTROLLER_LEASE]),
+         _rule(["create"], [COORDINATION], ["leases"])],
+    )
+
+
 # -- bootstrap policy ----------------------------------------------------------------------------
 
 
@@ -552,6 +590,7 @@ def cluster_roles() -> list[dict[str, Any]]:
     return [
         _cluster_role(CLUSTER_CONTROLLER, _cluster_controller_rules()),
         _cluster_role(SPLITTER, _splitter_rules()),
+        _cluster_role(HPA_CONTROLLER, _hpa_controller_rules()),
         _cluster_role(SYNCER_ROLE, _syncer_rules()),
         _cluster_role(SYNCER_SECRETS_ROLE, _syncer_secrets_rules()),
     ]
@@ -560,4 +599,5 @@ def cluster_roles() -> list[dict[str, Any]]:
 def cluster_role_bindings() -> list[dict[str, Any]]:
     """The bootstrap ClusterRoleBindings: the two in-hub controllers, to their users, in every
     logical cluster. The Syncer roles are bound per Syncer (:func:`syncer_role_binding`)."""
-    return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER)]
+    return [_user_binding(CLUSTER_CONTROLLER, CLUSTER_CONTROLLER), _user_binding(SPLITTER, SPLITTER),
+            _user_binding(HPA_CONTROLLER, HPA_CONTROLLER)]

@@ -16,6 +16,7 @@ from . import identities
 from .cluster.crd import CLUSTER_CRD
 from .cluster.options import ClusterControllerOptions
 from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
+from .hpas.options import HPAControllerOptions
 from .splitter.options import SplitterOptions
 
 
@@ -31,6 +32,12 @@ async def run_splitter(options: SplitterOptions, ctx: ControllerContext) -> None
     await run_in_hub(ctx.kubeconfig, options)
 
 
+async def run_hpa_controller(options: HPAControllerOptions, ctx: ControllerContext) -> None:
+    from .hpas.run import run_in_hub
+
+    await run_in_hub(ctx.kubeconfig, options)
+
+
 @dataclass
 class FleetPlugin:
     """``cluster_controller`` and ``splitter`` are the controllers' options; None not to run that
@@ -38,6 +45,8 @@ class FleetPlugin:
 
     cluster_controller: ClusterControllerOptions | None = field(default_factory=ClusterControllerOptions)
     splitter: SplitterOptions | None = field(default_factory=SplitterOptions)
+    #: the hub HorizontalPodAutoscaler controller (fleet/hpas), None not to run it
+    hpa_controller: HPAControllerOptions | None = field(default_factory=HPAControllerOptions)
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
@@ -51,3 +60,6 @@ class FleetPlugin:
         if self.splitter is not None:
             hub.controllers.append(Controller("splitter", partial(run_splitter, self.splitter),
                                               identities.SPLITTER))
+        if self.hpa_controller is not None:
+            hub.controllers.append(Controller("hpa-controller", partial(run_hpa_controller, self.hpa_controller),
+                                              identities.HPA_CONTROLLER))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
-from ..apimachinery.validation import DNS1123_LABEL, DNS1123_SUBDOMAIN
+from ..apimachinery.validation import CRD_CORE_SUFFIX, DNS1123_LABEL, DNS1123_SUBDOMAIN, crd_name
 from .conversion import validate_conversion
 from .types import (
     META_FIELDS,
@@ -55,7 +55,10 @@ def default_crd(obj: dict[str, Any]) -> None:
             del v["subresources"]
 
 
-def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
+def validate_crd(obj: dict[str, Any], reserved_core: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+                 ) -> list[FieldError]:
+    """``reserved_core``: the plurals (and singulars) and kinds of the core types the hub serves
+    itself, which a core CRD may not claim, so nobody can shadow a built-in."""
     from .schema import validate_structural
 
     errs: list[FieldError] = []
@@ -71,7 +74,15 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
         if names.get(f) is not None and not isinstance(names.get(f), str):
             errs.append(e.invalid(f"spec.names.{f}", names[f], "must be a string"))
             names = {k: v for k, v in names.items() if k != f}
-    if not group:
+    meta_name = (obj.get("metadata") or {}).get("name")
+    core = group == "" and isinstance(meta_name, str) and meta_name.endswith("." + CRD_CORE_SUFFIX)
+    if core:
+        plurals, kinds = reserved_core
+        if names.get("plural") in plurals:
+            errs.append(e.invalid("spec.names.plural", names["plural"], "the hub serves this core resource itself"))
+        if names.get("kind") in kinds:
+            errs.append(e.invalid("spec.names.kind", names["kind"], "the hub serves this core kind itself"))
+    elif not group:
         errs.append(e.required("spec.group"))
     elif not isinstance(group, str) or not DNS1123_SUBDOMAIN.match(group) or ("." not in group and group not in KUBE_GROUPS_WITHOUT_DOT):
         errs.append(e.invalid("spec.group", group, "should be a domain with at least one dot"))
@@ -89,7 +100,7 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
         if not isinstance(sn, str) or not DNS1123_LABEL.match(sn):
             errs.append(e.invalid(f"spec.names.shortNames[{i}]", sn, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"))
     name = (obj.get("metadata") or {}).get("name")
-    if plural and group and name != f"{plural}.{group}":
+    if plural and (group or core) and name != crd_name(str(plural), str(group)):
         errs.append(e.invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"))
     scope = spec.get("scope")
     if scope not in ("Namespaced", "Cluster"):
@@ -245,6 +256,7 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
         for sf in v.get("selectableFields") or []:
             selectable[sf["jsonPath"].lstrip(".")] = _json_path_getter(sf["jsonPath"])
         subresources = tuple(s for s in ("status", "scale") if s in sub)
+        builtin = imported_builtin(spec["group"], v["name"], names["kind"])
         out.append(ResourceType(
             group=spec["group"], version=v["name"], kind=names["kind"], plural=names["plural"],
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
@@ -258,8 +270,30 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
             preferred=v is ordered[0],
             storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
             warning=_deprecation_warning(v, spec, names["kind"]),
+            openapi_definition=builtin.openapi_definition if builtin is not None else "",
         ))
     return out
+
+
+def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None:
+    """The kube built-in a custom type imports (a cluster's apps/v1 Deployment, v1 Pod), when
+    fleetplane knows that kind at that version with an OpenAPI definition.
+
+    Its definition becomes the custom type's ``openapi_definition``: strategic merge patches then
+    merge with the built-in's patch metadata (merge keys, strategies), as on the cluster, where the
+    imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
+    the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
+    list types stay the CRD's (converted from the same OpenAPI)."""
+    from ..apis import known_type
+
+    rt = known_type(group, kind)
+    return rt if rt is not None and rt.version == version and rt.openapi_definition else None
+
+
+def accepts_strategic_merge_patch(rt: ResourceType) -> bool:
+    """kube refuses strategic merge patches on custom resources (415); an imported built-in kind
+    takes them with the built-in's patch metadata (:func:`imported_builtin`)."""
+    return not rt.custom or bool(rt.openapi_definition)
 
 
 def _schema_doc(version: dict[str, Any]) -> dict[str, Any]:

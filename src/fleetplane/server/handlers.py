@@ -16,6 +16,7 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..apimachinery.fields import FieldSelector
 from ..apimachinery.labels import LabelSelector, format_label_selector
+from ..registry.crd import accepts_strategic_merge_patch
 from ..registry.decode import check_delete_options
 from ..registry.hub import Registry
 from ..registry.offload import OFF_LOOP_BYTES, off_loop
@@ -257,11 +258,12 @@ class ResourceHandler:
         ctx = make_context(req, info, rt)
         raw = await req.body()
         ctx.body_size = len(raw)
+        smp = accepts_strategic_merge_patch(rt)
         kind, body = await off_loop(_decode_cost(req.content_type, raw), codec.decode_patch, req.content_type, raw,
-                                    custom=rt.custom)
+                                    custom=not smp)
         if req.keep_body:
             req.decoded_body = copy_obj(body)
-        if kind == "strategic" and rt.custom:
+        if kind == "strategic" and not smp:
             raise e.unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")

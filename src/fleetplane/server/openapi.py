@@ -31,7 +31,9 @@ from typing import Any
 
 import orjson
 
+from ..registry.crd import accepts_strategic_merge_patch
 from ..registry.definitions import definitions, gvk_index
+from ..registry.patch import PatchMeta
 from ..registry.types import ResourceType
 
 REF = "#/components/schemas/"
@@ -260,8 +262,9 @@ UNAUTHORIZED = {"description": "Unauthorized"}
 
 
 def patch_media_types(rt: ResourceType) -> tuple[str, ...]:
-    """The patch Content-Types the PATCH operations list: no strategic merge patch for CRs."""
-    return PATCH_TYPES_CUSTOM if rt.custom else PATCH_TYPES_BUILTIN
+    """The patch Content-Types the PATCH operations list: no strategic merge patch for CRs (but for
+    an imported built-in kind, which takes it)."""
+    return PATCH_TYPES_BUILTIN if accepts_strategic_merge_patch(rt) else PATCH_TYPES_CUSTOM
 
 
 @cache
@@ -517,6 +520,8 @@ def _custom_schemas(rt: ResourceType) -> tuple[dict, dict]:
     gvk = [{"group": rt.group, "kind": rt.kind, "version": rt.version}]
     if isinstance(source, dict):
         kind_schema = dict(_unfold(source))
+        if accepts_strategic_merge_patch(rt):  # an imported built-in kind: kubectl's patches merge as the server's
+            kind_schema = _with_patch_meta(kind_schema, rt.patch_meta)
         props = dict(kind_schema.get("properties") or {})
         props["metadata"] = _METADATA
         props["apiVersion"] = _TYPEMETA_API_VERSION
@@ -548,6 +553,36 @@ def _custom_schemas(rt: ResourceType) -> tuple[dict, dict]:
         _cr_cache.clear()
     _cr_cache[key] = (source, {"kind": kind_schema, "list": list_schema})  # type: ignore[assignment]
     return kind_schema, list_schema
+
+
+def _with_patch_meta(node: dict, meta: PatchMeta) -> dict:
+    """``node`` with the built-in's ``x-kubernetes-patch-strategy`` / ``-merge-key`` on its fields.
+
+    An imported built-in kind's CRD schema cannot carry them (kube drops them from CRDs), but the
+    hub merges its strategic patches by them; kubectl computes its patches (``apply``, ``edit``) from
+    the published schema, so it must see them too, or a container removed from a manifest would be
+    sent as a whole list the server merges by name. Copies what it changes; the source is shared."""
+    props = node.get("properties")
+    if not isinstance(props, dict) or not meta.fields:
+        return node
+    out: dict[str, Any] = {}
+    for name, prop in props.items():
+        child = meta.fields.get(name)
+        if child is None or not isinstance(prop, dict):
+            out[name] = prop
+            continue
+        new = dict(prop)
+        strategies = [x for x in (child.strategy, "retainKeys" if child.retain_keys else "") if x]
+        if strategies:
+            new["x-kubernetes-patch-strategy"] = ",".join(strategies)
+        if child.key:
+            new["x-kubernetes-patch-merge-key"] = child.key
+        if isinstance(new.get("items"), dict):
+            new["items"] = _with_patch_meta(new["items"], child)
+        else:
+            new = _with_patch_meta(new, child)
+        out[name] = new
+    return {**node, "properties": out}
 
 
 # -- documents ---------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """``fleetplane cluster simulate``: the hub's server in "physical" mode plus its controllers.
 
 The server serves the hub's types and the workload types of :mod:`fleetplane.apis` (Deployments,
-ReplicaSets, Pods, Nodes) and reports ``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the
-same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
+ReplicaSets, DaemonSets, StatefulSets, Pods, Nodes, PersistentVolumeClaims) and reports
+``gitVersion: v1.32.0+fleetplane-sim``. Once it is ready, the controllers start in the same process and talk to it only through its HTTP API with ``<data-dir>/admin.kubeconfig``,
 like kube-controller-manager, kube-scheduler and the kubelets of a real cluster: one shared
-informer per resource (Deployments, ReplicaSets, Pods, Nodes) feeds the Deployment and
-ReplicaSet controllers, the scheduler and the simulated kubelets. They act on the ``root``
+informer per resource (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
+Pods, Nodes, PersistentVolumeClaims) feeds the Deployment, ReplicaSet, DaemonSet, StatefulSet and
+HPA controllers, the volume provisioner, the scheduler and the simulated kubelets. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
 """
 
@@ -28,12 +29,16 @@ from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
 from ..kube.kubeconfig import ApiTarget
+from .daemonset import DaemonSetController
 from .deployment import DeploymentController
+from .hpa import HPAController
 from .kubelet import Kubelet
 from .nodes import NodeShape, ensure_nodes
 from .replicaset import ReplicaSetController, pod_indexers, rs_indexers
 from .scheduler import Scheduler
+from .statefulset import StatefulSetController
 from .streams import add_pod_streams
+from .volumes import VolumeProvisioner
 
 log = logging.getLogger("fleetplane.sim")
 
@@ -57,6 +62,10 @@ class SimOptions:
     #: as kube-apiserver's flag: e.g. ServiceAccount and DefaultTolerationSeconds, for a cluster whose
     #: Pods should be stored as sent (kube's own test/cmd runs its apiserver so)
     disable_admission_plugins: tuple[str, ...] = ()
+    #: the HPA controller's --horizontal-pod-autoscaler-sync-period and
+    #: --horizontal-pod-autoscaler-downscale-stabilization (kube: 15 s, 5 min)
+    hpa_sync_period: float = 15.0
+    hpa_downscale_stabilization: float = 300.0
 
 
 def server_config(sim: SimOptions) -> HubConfig:
@@ -116,15 +125,25 @@ class SimulatedCluster:
         self.replicasets = informer("/apis/apps/v1/replicasets", "replicasets", rs_indexers())
         self.deployments = informer("/apis/apps/v1/deployments", "deployments")
         self.nodes = informer("/api/v1/nodes", "nodes")
+        self.daemonsets = informer("/apis/apps/v1/daemonsets", "daemonsets")
+        self.statefulsets = informer("/apis/apps/v1/statefulsets", "statefulsets")
+        self.claims = informer("/api/v1/persistentvolumeclaims", "persistentvolumeclaims")
+        self.hpas = informer("/apis/autoscaling/v2/horizontalpodautoscalers", "horizontalpodautoscalers")
         #: per event: the component (kube-controller-manager, kubelet, ...) and host that report it
         self.recorder = EventRecorder(kube, senders=2)
         kcm = kube.as_manager("kube-controller-manager")
         self.deployment = DeploymentController(kcm, self.deployments, self.replicasets, self.pods, self.recorder)
         self.replicaset = ReplicaSetController(kcm, self.replicasets, self.pods, self.recorder)
+        self.hpa = HPAController(kcm, self.hpas, self.pods, self.recorder, sync_period=sim.hpa_sync_period,
+                                 downscale_stabilization=sim.hpa_downscale_stabilization)
         self.scheduler = Scheduler(kube.as_manager("kube-scheduler"), self.pods, self.nodes, self.recorder)
         self.kubelet = Kubelet(kube.as_manager("kubelet"), self.pods, self.nodes, self.recorder, delay=sim.kubelet_delay,
                                heartbeat_interval=sim.heartbeat_interval, alive=alive)
-        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes]
+        self.daemonset = DaemonSetController(kcm, self.daemonsets, self.pods, self.nodes, self.recorder)
+        self.statefulset = StatefulSetController(kcm, self.statefulsets, self.pods, self.claims, self.recorder)
+        self.volumes = VolumeProvisioner(kcm, self.claims, self.pods, self.recorder)
+        self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
+                          self.claims, self.hpas]
 
     async def run(self) -> None:
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
@@ -136,7 +155,8 @@ class SimulatedCluster:
             await wait_synced(self.informers)
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
-                      for c in (self.deployment, self.replicaset, self.scheduler, self.kubelet)]
+                      for c in (self.deployment, self.replicaset, self.hpa, self.scheduler, self.kubelet, self.daemonset,
+                                self.statefulset, self.volumes)]
             # everything runs until cancelled; an informer returns when the server is going away
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:

@@ -56,6 +56,7 @@ from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
 from ...kube.workqueue import WorkQueue
+from ..hpas import ANNOTATION_HPA
 from ..placement import (
     ANNOTATION_POLICY,
     ClusterInfo,
@@ -92,7 +93,7 @@ FIELD_MANAGER = "fleetplane-splitter"
 COMPONENT = "fleetplane-splitter"
 #: parent annotations never copied to children
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
-               ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state")
+               ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state", ANNOTATION_HPA)
 
 #: the apps/v1 kinds that are parents on the hub and children of the splitter's parents
 APPS_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
@@ -513,6 +514,9 @@ class _Reconcile:
             ev = s.partitions.evictions[c]
             self.notes.append(f"{c}: {ev.replicas} replicas evicted at {_clock(ev.since)} (unreachable), "
                               "kept there and not counted")
+        if self.kind == "Deployment" and (self.md.get("annotations") or {}).get(ANNOTATION_HPA):
+            # a hub HPA scales this parent (fleet/hpas): its children's replicas are the clusters' HPAs'
+            target = {c: counted.get(c, n) for c, n in target.items()}
         for c in conflicts:
             target.pop(c, None)
             self.problems.append(("PlacementFailed", f"{c}: {child_name(self.name, c)} exists and is not "

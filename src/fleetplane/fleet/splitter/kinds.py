@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..placement import ANNOTATION_POLICY, Policy, PolicyError, parse_policy, policy_from_dict
+from ..syncer.constants import DOWNSTREAM_NAME_ANNOTATION
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 
 __all__ = ["ANNOTATION_DOWNSTREAM_NAME", "CLUSTER_DAEMONSET", "DAEMONSET", "DEPLOYMENT", "KINDS", "STATEFULSET",
            "WorkloadKind"]
 
 #: on a child: the name the Syncer gives it in its cluster (a StatefulSet's Pods are named after it)
-ANNOTATION_DOWNSTREAM_NAME = "fleetplane.io/downstream-name"
+ANNOTATION_DOWNSTREAM_NAME = DOWNSTREAM_NAME_ANNOTATION
 
 #: the Deployment fields a ClusterDaemonSet passes on to its children
 _CDS_FIELDS = ("strategy", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "paused")

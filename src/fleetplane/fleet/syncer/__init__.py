@@ -36,9 +36,8 @@ __all__ = ["DEFAULT_RESOURCES", "DEFAULT_RETAIN", "ApiTarget", "RetainRule", "Sy
 
 log = logging.getLogger(__name__)
 
-#: synced when the Cluster does not say otherwise ("*" = every namespaced, watchable type).
-#: Core types the hub does not serve (pods, services) cannot be imported; see docs/syncer.md.
-DEFAULT_RESOURCES: tuple[str, ...] = ("deployments.apps", "configmaps", "secrets", "serviceaccounts")
+#: synced when the Cluster does not say otherwise (see :data:`constants.DEFAULT_RESOURCES`)
+DEFAULT_RESOURCES = constants.DEFAULT_RESOURCES
 
 
 @dataclass

@@ -12,6 +12,13 @@ CLUSTER_LABEL = "kcp.dev/cluster"
 KCP_CLUSTER_ANNOTATION = "kcp.io/cluster"
 
 PREFIX = "fleetplane.io/"
+
+#: synced when the Cluster does not say otherwise ("*" = every namespaced, watchable type). Only
+#: the ones the cluster serves are synced: a type of this set the cluster lacks is a note, not an
+#: error (a type named beyond it that the cluster lacks is a TypeImportFailed error)
+DEFAULT_RESOURCES: tuple[str, ...] = (
+    "deployments.apps", "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims",
+    "daemonsets.apps", "statefulsets.apps", "jobs.batch", "cronjobs.batch", "horizontalpodautoscalers.autoscaling")
 #: downstream: objects (and namespaces) the syncer manages carry this label; the value is the
 #: hub logical cluster, ':' written as '.' (a label value cannot hold ':'; a cluster name has no '.')
 MANAGED_LABEL = PREFIX + "logical-cluster"
@@ -30,6 +37,12 @@ SYNC_STATE_ANNOTATION = PREFIX + "sync-state"
 ADOPT_ANNOTATION = PREFIX + "adopt"
 #: hub objects: comma-separated field paths kept as the cluster has them (retain rule "annotation")
 RETAIN_ANNOTATION = PREFIX + "retain"
+#: hub objects: the name the object has in its cluster (same namespace), when it is not its hub
+#: name: a Service or StatefulSet split over clusters keeps the parent's name in every cluster
+#: while the hub holds one child per cluster, ``<name>--<cluster>`` (set by the splitter)
+DOWNSTREAM_NAME_ANNOTATION = PREFIX + "downstream-name"
+#: downstream: the hub object's name, on a cluster object synced under a downstream name
+UPSTREAM_NAME_ANNOTATION = PREFIX + "upstream-name"
 
 #: hub CRDs imported from clusters: one label per cluster offering a compatible schema
 IMPORTED_FROM_PREFIX = PREFIX + "imported-from-"

@@ -2,8 +2,10 @@
 (and retained spec fields) back up, deletions both ways, drift reverted.
 
 Per synced type there are two informers (hub: the label selector; cluster: objects this
-syncer manages) feeding one work queue of (type, namespace, name) keys; a key's reconcile
-reads both caches and converges the pair. Nothing here polls, and nothing here depends on
+syncer manages) feeding one work queue of (type, namespace, hub name) keys; a key's reconcile
+reads both caches and converges the pair. A hub object annotated ``fleetplane.io/downstream-name``
+has another name in the cluster; its cluster copy is annotated ``fleetplane.io/upstream-name``,
+which maps the cluster's events back to the hub key. Nothing here polls, and nothing here depends on
 the type sync: a type is synced as soon as the hub serves it.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 import orjson
 
 from ...apimachinery.metatime import now_rfc3339
+from ...apimachinery.validation import DNS1123_SUBDOMAIN
 from ...kube.client import JSON_PATCH, MERGE_PATCH, ApiError, Client
 from ...kube.controller import run_workers
 from ...kube.informer import Informer
@@ -141,6 +144,16 @@ def _rv(o: dict) -> int | None:
         return None
 
 
+def upstream_name(down: dict) -> str:
+    """The hub name a cluster object is synced for: its upstream-name annotation, or its own name."""
+    return str(_annotations(down).get(C.UPSTREAM_NAME_ANNOTATION) or _meta(down).get("name") or "")
+
+
+def downstream_name(hub: dict) -> str:
+    """The name a hub object has in the cluster: its downstream-name annotation, or its own name."""
+    return str(_annotations(hub).get(C.DOWNSTREAM_NAME_ANNOTATION) or _meta(hub).get("name") or "")
+
+
 def _state_of(o: dict) -> dict:
     raw = _annotations(o).get(C.SYNC_STATE_ANNOTATION)
     if not raw:
@@ -196,6 +209,22 @@ class TypeWorker:
         #: (so a reconcile right after a write neither repeats it nor reads a stale cache)
         self.written_hub: dict[Key, tuple[dict, float]] = {}
         self.written_down: dict[Key, tuple[dict, float]] = {}
+        #: hub key -> cluster key, for the cluster objects synced under a downstream name
+        self.down_keys: dict[Key, Key] = {}
+
+    def hub_key(self, down_key: Key, down: dict | None) -> Key:
+        """The hub key a cluster object is synced for."""
+        if down is None or self.st.is_namespaces:
+            return down_key
+        return (down_key[0], upstream_name(down))
+
+    def down_key(self, hub_key: Key, hub: dict | None) -> Key:
+        """Where the hub object ``hub_key`` is (or should be) in the cluster."""
+        if self.st.is_namespaces:
+            return hub_key
+        if hub is not None:
+            return (hub_key[0], downstream_name(hub))
+        return self.down_keys.get(hub_key, hub_key)
 
     def current(self, k: Key, hub: bool) -> dict | None:
         """The newest version we know of: the informer's, or our own write's while the informer
@@ -249,7 +278,13 @@ class TypeWorker:
         self._settle(self.written_down, k, new)
         if new is None and self.st.is_namespaces:
             self.sync.ns_ready.discard(k[1])
-        self._enqueue(k)
+        if old is not None and (hk := self.hub_key(k, old)) != k and self.down_keys.get(hk) == k:
+            del self.down_keys[hk]
+            if new is None or self.hub_key(k, new) != hk:
+                self._enqueue(hk)
+        if new is not None and (hk := self.hub_key(k, new)) != k:
+            self.down_keys[hk] = k
+        self._enqueue(self.hub_key(k, new if new is not None else old))
 
     def _on_status(self, inf: Informer, error: str | None) -> None:
         self.sync.syncer.informer_status(inf, error, hub=inf is self.hub_inf)
@@ -347,7 +382,8 @@ class ObjectSync:
             group = (ref.get("apiVersion") or "").rpartition("/")[0]
             for w in self.types.values():
                 if w.st.down.kind == ref.get("kind") and w.st.down.group == group:
-                    w._enqueue((k[0], ref.get("name") or ""))
+                    dk = (k[0], ref.get("name") or "")
+                    w._enqueue(w.hub_key(dk, w.down_inf.cache.get(dk)))
 
     def counts(self) -> tuple[int, int]:
         synced = sum(1 for s in self.state.values() if s[0] == "Synced")
@@ -374,7 +410,7 @@ class ObjectSync:
             self.queue.add_after(key, 0.25)
             return False
         hub = w.current((ns, name), hub=True)
-        down = w.current((ns, name), hub=False)
+        down = w.current(w.down_key((ns, name), hub), hub=False)
         try:
             await self._sync(w, key, hub, down)
             return None
@@ -416,10 +452,35 @@ class ObjectSync:
     def _for_us(self, o: dict | None) -> bool:
         return o is not None and _labels(o).get(C.CLUSTER_LABEL) == self.syncer.cluster_name
 
+    def _conflict(self, w: TypeWorker, ns: str, dname: str, live: dict) -> SyncFailure:
+        """The cluster object named ``dname`` is not this hub object's: never touched."""
+        where = f"{w.st.down.kind} {ns + '/' if ns else ''}{dname} already exists in cluster {self.syncer.cluster_name}"
+        if self._ours(live):
+            return SyncFailure("Conflict", f"{where}, synced for hub object {ns + '/' if ns else ''}{upstream_name(live)}; "
+                               "not overwriting it (two hub objects want that name)")
+        owner = _annotations(live).get(C.LOGICAL_CLUSTER_ANNOTATION)
+        by = f"by logical cluster {owner!r}" if owner else "not by fleetplane"
+        return SyncFailure("Conflict", f"{where}, managed {by}; not overwriting it "
+                           f"(annotate the hub object {C.ADOPT_ANNOTATION}=true to take it over)")
+
+    async def _renamed(self, w: TypeWorker, ns: str, name: str, dname: str) -> None:
+        """The hub object's downstream name changed: its copy under the old name goes."""
+        old_key = w.down_keys.get((ns, name)) or (ns, name)
+        if old_key == (ns, dname):
+            return
+        old = w.current(old_key, hub=False)
+        if old is not None and self._ours(old) and upstream_name(old) == name:
+            await self._delete_down(w, old)
+
     def _ref(self, w: TypeWorker, hub: dict) -> dict:
         return {"apiVersion": w.st.hub.api_version, "kind": w.st.hub.kind, "metadata": _meta(hub)}
 
     async def _sync(self, w: TypeWorker, key: tuple[str, str, str], hub: dict | None, down: dict | None) -> None:
+        st, ns, name = w.st, key[1], key[2]
+        # a cluster object under this name synced for another hub object is never this one's
+        foreign = down if down is not None and not st.is_namespaces and upstream_name(down) != name else None
+        if foreign is not None:
+            down = None
         if hub is not None and not self._for_us(hub):
             hub = None
         if hub is None:
@@ -428,22 +489,25 @@ class ObjectSync:
         if _deleting(hub):
             await self._hub_deleting(w, key, hub, down)
             return
-        st, ns, name = w.st, key[1], key[2]
-        path = st.down.path(ns, name)
+        dname = name if st.is_namespaces else downstream_name(hub)
+        if dname != name and not DNS1123_SUBDOMAIN.match(dname):
+            raise SyncFailure("InvalidDownstreamName", f"{C.DOWNSTREAM_NAME_ANNOTATION} {dname!r} is not a valid name: "
+                              "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                              "'-' or '.', and must start and end with an alphanumeric character")
+        if foreign is not None:
+            raise self._conflict(w, ns, dname, foreign)
+        await self._renamed(w, ns, name, dname)
+        path = st.down.path(ns, dname)
         adopting = False
         if down is None:
             live = await self.down.get(path)
             if live is not None:
-                if self._ours(live):
+                if self._ours(live) and (st.is_namespaces or upstream_name(live) == name):
                     down = live
-                elif _annotations(hub).get(C.ADOPT_ANNOTATION) == "true":
+                elif not self._ours(live) and _annotations(hub).get(C.ADOPT_ANNOTATION) == "true":
                     down, adopting = live, True
                 else:
-                    owner = _annotations(live).get(C.LOGICAL_CLUSTER_ANNOTATION)
-                    by = f"by logical cluster {owner!r}" if owner else "not by fleetplane"
-                    raise SyncFailure("Conflict", f"{st.down.kind} {ns + '/' if ns else ''}{name} already exists in cluster "
-                                      f"{self.syncer.cluster_name}, managed {by}; not overwriting it "
-                                      f"(annotate the hub object {C.ADOPT_ANNOTATION}=true to take it over)")
+                    raise self._conflict(w, ns, dname, live)
         retained = self._retained(w, hub, down)
         desired, dhash = self._desired(w, hub, down, retained)
         shape = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
@@ -543,9 +607,12 @@ class ObjectSync:
         if st.is_namespaces:
             skip.add("spec")
         body = {k: copy.deepcopy(v) for k, v in hub.items() if k not in skip}
-        md: dict = {"name": meta.get("name")}
+        dname = meta.get("name") if st.is_namespaces else downstream_name(hub)
+        md: dict = {"name": dname}
         if meta.get("namespace"):
             md["namespace"] = meta["namespace"]
+        if dname != meta.get("name"):
+            annotations[C.UPSTREAM_NAME_ANNOTATION] = meta.get("name")
         md["labels"] = labels
         md["annotations"] = annotations
         desired = {"apiVersion": st.down.api_version, "kind": st.down.kind, "metadata": md, **body}
@@ -708,8 +775,9 @@ class ObjectSync:
                 return
             meta = _meta(live)
 
-    async def _delete_down(self, w: TypeWorker, ns: str, name: str, down: dict) -> bool:
+    async def _delete_down(self, w: TypeWorker, down: dict) -> bool:
         """Delete our copy in the cluster; True once it is gone."""
+        ns, name = _meta(down).get("namespace") or "", _meta(down).get("name") or ""
         w.written_down.pop((ns, name), None)
         path = w.st.down.path(ns, name)
         if not _deleting(down):
@@ -727,7 +795,7 @@ class ObjectSync:
         if down is not None and self._ours(down):
             if st.is_namespaces and _annotations(down).get(C.AUTO_NAMESPACE_ANNOTATION) == "true":
                 pass  # created only to hold objects: left in place
-            elif not await self._delete_down(w, ns, name, down):
+            elif not await self._delete_down(w, down):
                 self.queue.add_after(key, 1.0)
                 return
             elif live is not None:
@@ -741,10 +809,10 @@ class ObjectSync:
     async def _hub_deleting(self, w: TypeWorker, key: tuple[str, str, str], hub: dict, down: dict | None) -> None:
         st, ns, name = w.st, key[1], key[2]
         if down is None:
-            live = await self.down.get(st.down.path(ns, name))
-            down = live if self._ours(live) else None
+            live = await self.down.get(st.down.path(ns, name if st.is_namespaces else downstream_name(hub)))
+            down = live if self._ours(live) and (st.is_namespaces or upstream_name(live or {}) == name) else None
         if down is not None:
-            if not await self._delete_down(w, ns, name, down):
+            if not await self._delete_down(w, down):
                 self.state[key] = ("Synced", "Deleting", f"waiting for the deletion in cluster {self.syncer.cluster_name}")
                 self.queue.add_after(key, 1.0)
                 return

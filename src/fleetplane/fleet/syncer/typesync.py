@@ -3,10 +3,11 @@ to the cluster, polled (there is no watch on api-resources).
 
 A type the cluster defines with a CRD is imported as that CRD (schema, subresources, printer
 columns); a built-in type from the cluster's OpenAPI v3 as a structural CRD with status and
-scale subresources from discovery. Several clusters offering one type: the first schema stays
-on the hub; another cluster's schema that accepts everything the hub's does is recorded as
-compatible (label ``fleetplane.io/imported-from-<cluster>``), anything else is a conflict,
-reported (CRD annotation, Event, health) and never applied. Nothing here deletes a CRD.
+scale subresources from discovery; a core (v1) type as a CRD in the core group named
+``<plural>.core`` (kcp's convention), which the hub serves under ``/api/v1``. Several clusters
+offering one type: the first schema stays on the hub; another cluster's schema that accepts
+everything the hub's does is recorded as compatible (label ``fleetplane.io/imported-from-<cluster>``),
+anything else is a conflict, reported (CRD annotation, Event, health) and never applied. Nothing here deletes a CRD.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from ...apimachinery.validation import crd_name
 from ...kube.client import MERGE_PATCH, ApiError
 from . import constants as C
 from .discovery import ApiResource, Discovery, discover, parse_resource
@@ -63,8 +65,6 @@ class TypeSync:
         self._openapi_index: dict[str, str] | None = None
         #: name -> last conflict message reported as an Event (to report each once)
         self._reported: dict[str, str] = {}
-        #: types requested by name (not only through "*")
-        self._explicit: set[str] = set()
         #: (group version, OpenAPI hash, kind, subresources) -> the CRD spec built from it
         self._candidates: dict[tuple, dict] = {}
 
@@ -78,7 +78,6 @@ class TypeSync:
             if ((crd["metadata"].get("annotations") or {}).get(C.ORIGIN_ANNOTATION) != "imported")}
         hub_plurals = {n.split(".", 1)[0] for n in hub_defined}
         out: list[ApiResource] = []
-        self._explicit = set()
         specs = list(self.syncer.resources)
         if "*" in specs:
             for res in disc.all_preferred():
@@ -96,7 +95,9 @@ class TypeSync:
             if r is None:
                 if spec in hub_defined or (group is None and resource in hub_plurals):
                     continue
-                report.errors[spec] = f"cluster {self.syncer.cluster_name} does not serve {spec}"
+                # a default type the cluster lacks (no StatefulSets in a toy cluster): skipped, not an error
+                out_of = report.notes if spec in C.DEFAULT_RESOURCES else report.errors
+                out_of[spec] = f"cluster {self.syncer.cluster_name} does not serve {spec}"
                 continue
             if not r.namespaced:
                 report.errors[spec] = f"{spec} is cluster-scoped; only namespaced types (and namespaces) are synced"
@@ -104,7 +105,6 @@ class TypeSync:
             if not r.watchable:
                 report.errors[spec] = f"{spec} cannot be listed and watched"
                 continue
-            self._explicit.add(r.group_resource)
             if r not in out:
                 out.append(r)
         return out
@@ -126,7 +126,7 @@ class TypeSync:
         wanted = self.select(down_disc, report, hub_crds)
         report.offered = wanted
         for r in wanted:
-            name = f"{r.resource}.{r.group}" if r.group else r.resource
+            name = crd_name(r.resource, r.group)
             try:
                 await self._import(r, name, down_crds.get(name), hub_crds.get(name), hub_disc, report)
             except ApiError as err:
@@ -201,12 +201,6 @@ class TypeSync:
             return  # our own copy of a hub CRD
         if hub_crd is None and hub_disc.get(r.group, r.resource):
             return  # the hub serves this type itself
-        if not r.group:
-            msg = (f"{r.resource} is a core (v1) type the hub does not serve, and the hub cannot serve "
-                   "a CRD in the core group; it is not imported")
-            # asked for by name: an error; only through "*": a note
-            (report.errors if r.group_resource in self._explicit else report.notes)[r.group_resource] = msg
-            return
         spec = await self.candidate(r, down_crd)
         label = C.imported_from_label(cluster)
         if hub_crd is None:
@@ -300,8 +294,8 @@ class TypeSync:
 
     def _selected(self, crd: dict) -> bool:
         spec = crd.get("spec") or {}
-        gr = f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}"
         plural = (spec.get("names") or {}).get("plural")
+        gr = f"{plural}.{spec.get('group')}" if spec.get("group") else str(plural)
         return any(s == "*" or s == gr or s == plural for s in self.syncer.resources)
 
     async def _hub_crd_housekeeping(self, name: str, crd: dict, down_crd: dict | None, down_disc: Discovery,
@@ -320,6 +314,11 @@ class TypeSync:
                                         f"cluster {self.syncer.cluster_name} no longer serves {name}; the hub keeps the type")
             return
         if meta.get("deletionTimestamp") or not self._selected(crd):
+            return
+        if not group:
+            # a cluster's kube-apiserver refuses a CRD in the core group: such a type is the cluster's own
+            if (group, plural) not in offered:
+                report.notes[name] = f"{name} is a core-group type; it is never pushed to cluster {self.syncer.cluster_name}"
             return
         # a hub-defined CRD: push it down
         want = crd_spec_from_crd(spec)
