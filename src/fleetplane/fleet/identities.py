@@ -519,13 +519,13 @@ def _splitter_rules() -> list[dict[str, Any]]:
       (controller.py:186-194): deployments, daemonsets, statefulsets (apps), clusterprofiles,
       namespaces (their ClusterSet labels), customresourcedefinitions (to notice
       ``deployments.apps`` and the others appear) and clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
-    - deployments ``create`` (a child, controller.py:686), ``update`` (a child's template and
-      replicas, controller.py:728), ``delete`` (a child, uid-guarded, controller.py:669), ``patch``
-      (a parent's decision annotation, controller.py:914); deployments/status ``patch`` (the
-      parent's aggregated status, controller.py:812). It cannot tell parents from children by
+    - deployments ``create`` (a child, controller.py:677), ``update`` (a child's template and
+      replicas, controller.py:719), ``delete`` (a child, uid-guarded, controller.py:660), ``patch``
+      (a parent's decision annotation, controller.py:905); deployments/status ``patch`` (the
+      parent's aggregated status, controller.py:803). It cannot tell parents from children by
       RBAC (a label), so these apply to every Deployment.
-    - clusterdaemonsets ``patch`` (decision annotation, controller.py:914) and
-      clusterdaemonsets/status ``patch`` (controller.py:812); its children are Deployments.
+    - clusterdaemonsets ``patch`` (decision annotation, controller.py:905) and
+      clusterdaemonsets/status ``patch`` (controller.py:803); its children are Deployments.
     - daemonsets and statefulsets (apps): as deployments (``list``, ``watch``, ``create``,
       ``update``, ``delete``, ``patch``; ``/status`` ``patch``): they are parents and children too
       (splitter/kinds.py).

@@ -527,7 +527,7 @@ class _Reconcile:
             base = wk.first_ordinal(self.spec)
             p = ordinals.plan(target, {c: ordinals.OrdinalView(
                 wk.child_start(o) - base, wk.units(o),
-                c not in parts.uncounted and self._ready(o), bool(_md(o).get("deletionTimestamp")))
+                c not in parts.uncounted and wk.ready(o), bool(_md(o).get("deletionTimestamp")))
                 for c, o in children.items() if c not in parts.frozen}, requested)
         else:
             views = {c: ChildView(wk.child.units(o), 0 if c in parts.uncounted else wk.child.available(o),
@@ -625,15 +625,6 @@ class _Reconcile:
 
     def spec_hash(self) -> str:
         return _hash(self.wk.spec_of_generation(self.spec))
-
-    @staticmethod
-    def _ready(child: dict) -> bool:
-        """A child StatefulSet has observed its spec and every replica is ready (an ordinal just
-        added to it is up)."""
-        spec, stat = child.get("spec") or {}, child.get("status") or {}
-        want = _int(spec.get("replicas"), 1)
-        return (_int(stat.get("observedGeneration"), -1) >= _int(_md(child).get("generation"), 1)
-                and _int(stat.get("readyReplicas")) >= want and _int(stat.get("availableReplicas", want)) >= want)
 
     def _owner_ref(self) -> dict:
         return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,

@@ -154,6 +154,14 @@ class WorkloadKind:
         observed = _int(st.get("observedGeneration"), -1) >= _int((child.get("metadata") or {}).get("generation"), 1)
         return 1 if observed and _int(st.get("numberAvailable")) >= desired else 0
 
+    def ready(self, child: Mapping[str, Any]) -> bool:
+        """The child has observed its current spec and every replica is ready and available (for
+        a StatefulSet: an ordinal just added to it is up, so its old copy may go)."""
+        spec, st = child.get("spec") or {}, child.get("status") or {}
+        want = _int(spec.get("replicas"), 1)
+        observed = _int(st.get("observedGeneration"), -1) >= _int((child.get("metadata") or {}).get("generation"), 1)
+        return observed and _int(st.get("readyReplicas")) >= want and _int(st.get("availableReplicas", want)) >= want
+
     def owns(self, ref: Mapping[str, Any]) -> bool:
         """An ownerReference naming a parent whose children are of this kind."""
         return any(k.kind == ref.get("kind") and k.child_kind == self.kind for k in KINDS.values())
