@@ -182,6 +182,10 @@ def test_e2e_a_daemonset_runs_on_every_node_of_the_fleet(world: World) -> None:
     wait_ds(f, "agent", desiredNumberScheduled=5, numberAvailable=5, updatedNumberScheduled=5, numberReady=5)
     out = f.kubectl("rollout", "status", "daemonset/agent", "--timeout=40s").out
     assert 'daemon set "agent" successfully rolled out' in out
+    table = f.kubectl("get", "daemonsets").out.splitlines()
+    assert table[0].split()[:6] == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE"], table
+    rows = {r.split()[0]: r.split()[1:6] for r in table[1:]}
+    assert rows == {"agent": ["5"] * 5, "agent--east": ["2"] * 5, "agent--west": ["3"] * 5}, rows
     for name, nodes in (("east", 2), ("west", 3)):
         pods = world.clusters[name].kubectl()("get", "pods", "-n", "default", "-l", "app=web", "-o", "name").out.split()
         assert len(pods) == nodes, (name, pods)

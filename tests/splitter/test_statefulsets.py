@@ -268,6 +268,8 @@ def test_e2e_ordinals_keep_their_identity_across_clusters(world: World) -> None:
                    what=f"db placed and ready (now {ranges(f, 'db')}, {status(f, 'db')})")
     out = f.kubectl("rollout", "status", "statefulset/db", "--timeout=40s").out
     assert "statefulset rolling update complete 5 pods" in out
+    rows = {r.split()[0]: r.split()[1] for r in f.kubectl("get", "statefulsets").out.splitlines()[1:]}
+    assert rows == {"db": "5/5", **{f"db--{c}": f"{n}/{n}" for c, (_, n) in got.items()}}, rows
     # every Pod keeps its fleet-wide name db-<ordinal>, each claim data-db-<ordinal>, in its range's cluster
     for c, (start, n) in got.items():
         want = {f"db-{k}" for k in range(start, start + n)}
