@@ -130,10 +130,14 @@ def test_hub_hpa_splits_and_follows_the_clusters(world: World) -> None:
 
 def test_hpa_on_an_unsplit_target_says_so(world: World) -> None:
     f = world.fleet
+    # its own split Deployment (no test relies on another's leftovers); the HPA names a child of it
+    f.apply(deployment("solo", 2))
+    f.wait_split("solo", {"east": 1, "west": 1}, timeout=60)
     f.apply({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "ghost", "namespace": "default"},
-             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web--east"}, "maxReplicas": 3}})
-    hpa = wait_for(lambda: (h := world.hpa("ghost")) and _cond(h, "ScalingActive").get("status") == "False" and h, 30,
-                   interval=0.2, what="ScalingActive False")
-    assert _cond(hpa, "ScalingActive")["reason"] == "TargetNotSplit"
+             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "solo--east"}, "maxReplicas": 3}})
+    # (until the controller's informer has the child it may say FailedGetScale first)
+    hpa = wait_for(lambda: (h := world.hpa("ghost")) and _cond(h, "ScalingActive").get("reason") == "TargetNotSplit" and h,
+                   30, interval=0.2, what="ScalingActive False, TargetNotSplit")
+    assert _cond(hpa, "ScalingActive")["status"] == "False"
     code, body = f.api("GET", "/api/v1/namespaces/default/events?fieldSelector=reason%3DTargetNotSplit")
     assert code == 200 and any(e["involvedObject"]["name"] == "ghost" for e in body["items"]), body

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..apis import builtin_types, logical_cluster_type
+from ..apis import builtin_types, known_type, logical_cluster_type
 from ..apis.apiextensions import CRDLister, no_crds
 from ..storage.watchcache import WatchEvent
 from . import crd as crds
@@ -23,6 +23,19 @@ CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 ROOT = "root"
 
 GVR = tuple[str, str, str]  # group, version, plural
+
+
+def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None:
+    """The kube built-in a custom type imports (a cluster's apps/v1 Deployment, v1 Pod), when
+    fleetplane knows that kind at that version with an OpenAPI definition.
+
+    Its definition becomes the custom type's ``openapi_definition``: strategic merge patches then
+    merge with the built-in's patch metadata (merge keys, strategies), as on the cluster, where the
+    imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
+    the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
+    list types stay the CRD's (converted from the same OpenAPI)."""
+    rt = known_type(group, kind)
+    return rt if rt is not None and rt.version == version and rt.openapi_definition else None
 
 
 class Catalog:
@@ -48,7 +61,7 @@ class Catalog:
     def load_crd(self, cluster: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
         try:
-            types = crds.types_from_crd(obj) if crds.is_established(obj) else []
+            types = crds.types_from_crd(obj, imported_builtin) if crds.is_established(obj) else []
         except Exception:  # a CRD that got stored must never break serving the others
             log.exception("cannot serve CRD %s in %s", name, cluster)
             types = []

@@ -8,7 +8,7 @@ created and its resources are served in the same revision.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..apimachinery import errors as e
@@ -229,8 +229,14 @@ class CustomResourceStrategy(Strategy):
             self.schema.default(obj)
 
 
-def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
-    """One ResourceType per served version of an established CRD."""
+#: the kube built-in a custom type imports, by (group, version, kind), if fleetplane knows it
+BuiltinLookup = Callable[[str, str, str], "ResourceType | None"]
+
+
+def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None = None) -> list[ResourceType]:
+    """One ResourceType per served version of an established CRD. ``imported_builtin`` (the
+    catalog's :func:`~fleetplane.registry.catalog.imported_builtin`) names the kube built-in a
+    cluster's type imports: its OpenAPI definition becomes the type's ``openapi_definition``."""
     from .schema import StructuralSchema
 
     spec = obj["spec"]
@@ -256,7 +262,7 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
         for sf in v.get("selectableFields") or []:
             selectable[sf["jsonPath"].lstrip(".")] = _json_path_getter(sf["jsonPath"])
         subresources = tuple(s for s in ("status", "scale") if s in sub)
-        builtin = imported_builtin(spec["group"], v["name"], names["kind"])
+        builtin = imported_builtin(spec["group"], v["name"], names["kind"]) if imported_builtin else None
         out.append(ResourceType(
             group=spec["group"], version=v["name"], kind=names["kind"], plural=names["plural"],
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
@@ -275,24 +281,9 @@ def types_from_crd(obj: dict[str, Any]) -> list[ResourceType]:
     return out
 
 
-def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None:
-    """The kube built-in a custom type imports (a cluster's apps/v1 Deployment, v1 Pod), when
-    fleetplane knows that kind at that version with an OpenAPI definition.
-
-    Its definition becomes the custom type's ``openapi_definition``: strategic merge patches then
-    merge with the built-in's patch metadata (merge keys, strategies), as on the cluster, where the
-    imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
-    the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
-    list types stay the CRD's (converted from the same OpenAPI)."""
-    from ..apis import known_type
-
-    rt = known_type(group, kind)
-    return rt if rt is not None and rt.version == version and rt.openapi_definition else None
-
-
 def accepts_strategic_merge_patch(rt: ResourceType) -> bool:
     """kube refuses strategic merge patches on custom resources (415); an imported built-in kind
-    takes them with the built-in's patch metadata (:func:`imported_builtin`)."""
+    takes them with the built-in's patch metadata (``catalog.imported_builtin``)."""
     return not rt.custom or bool(rt.openapi_definition)
 
 

@@ -19,7 +19,10 @@ DEFAULT_TOLERATIONS = (
 
 
 def _pod_spec(req: Request) -> dict | None:
-    if req.group or req.resource != "pods" or req.subresource or req.obj is None:
+    """A built-in Pod's spec. Pods a cluster brings to the hub (an imported ``pods.core`` CRD) are
+    stored as sent: the cluster's own admission defaults them when they arrive there (a hub
+    default such as ``priority: 0`` would make the cluster refuse a Pod naming a PriorityClass)."""
+    if req.group or req.resource != "pods" or req.subresource or req.obj is None or req.rt.custom:
         return None
     spec = req.obj.get("spec")
     return spec if isinstance(spec, dict) else None
