@@ -44,6 +44,28 @@ DEPLOYMENT_CRD: dict[str, Any] = {
     },
 }
 
+
+
+def _apps_crd(kind: str, plural: str, short: str, columns: list[tuple[str, str]], scale: bool) -> dict[str, Any]:
+    """An apps/v1 kind as the CRD a Syncer imports (structural, status subresource, columns)."""
+    crd = copy.deepcopy(DEPLOYMENT_CRD)
+    crd["metadata"]["name"] = f"{plural}.apps"
+    crd["spec"]["names"] = {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List",
+                            "shortNames": [short], "categories": ["all"]}
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {"status": {}, **({"scale": version["subresources"]["scale"]} if scale else {})}
+    version["additionalPrinterColumns"] = [{"name": n, "type": "integer", "jsonPath": p} for n, p in columns] + [
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    return crd
+
+
+DAEMONSET_CRD = _apps_crd("DaemonSet", "daemonsets", "ds", [
+    ("Desired", ".status.desiredNumberScheduled"), ("Current", ".status.currentNumberScheduled"),
+    ("Ready", ".status.numberReady"), ("Up-to-date", ".status.updatedNumberScheduled"),
+    ("Available", ".status.numberAvailable")], scale=False)
+STATEFULSET_CRD = _apps_crd("StatefulSet", "statefulsets", "sts", [
+    ("Ready", ".status.readyReplicas"), ("Replicas", ".spec.replicas")], scale=True)
+
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
                                      "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
@@ -74,6 +96,36 @@ class Fleet:
             assert code == 201, body
             wait_for(lambda: self.api("GET", "/apis/apps/v1/namespaces/default/deployments")[0] == 200, 10,
                      what="the Deployment CRD to be served")
+
+    def serve(self, crd: dict) -> None:
+        """Serve one more imported type (a CRD) in this logical cluster."""
+        code, body = self.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        assert code == 201, body
+        plural = crd["spec"]["names"]["plural"]
+        wait_for(lambda: self.api("GET", f"/apis/apps/v1/namespaces/default/{plural}")[0] == 200, 10,
+                 what=f"the {plural} CRD to be served")
+
+    def obj(self, plural: str, name: str) -> dict | None:
+        code, body = self.api("GET", f"/apis/apps/v1/namespaces/default/{plural}/{name}")
+        return body if code == 200 else None
+
+    def kids(self, plural: str, parent: str) -> dict[str, dict]:
+        """The children (cluster -> object) of a parent of any apps kind."""
+        code, body = self.api("GET", f"/apis/apps/v1/namespaces/default/{plural}?labelSelector=kcp.dev/owned-by%3D{parent}")
+        assert code == 200, body
+        return {o["metadata"]["labels"]["kcp.dev/cluster"]: o for o in body["items"]
+                if not o["metadata"].get("deletionTimestamp")}
+
+    def put_status(self, plural: str, child: dict, status: dict) -> dict:
+        code, out = self.api("PATCH", f"/apis/apps/v1/namespaces/default/{plural}/{child['metadata']['name']}/status",
+                             [{"op": "add", "path": "/status", "value": status}], "application/json-patch+json")
+        assert code == 200, out
+        return out
+
+    def decision_of(self, plural: str, name: str) -> dict:
+        raw = ((self.obj(plural, name) or {}).get("metadata", {}).get("annotations") or {}).get(
+            "placement.fleetplane.io/decision")
+        return json.loads(raw) if raw else {}
 
     def api(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> tuple[int, Any]:
         return self.hub.json(method, f"/clusters/{self.lc}{path}", body, content_type=content_type)

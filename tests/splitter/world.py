@@ -13,9 +13,10 @@ from .fixtures import Fleet
 
 
 class World:
-    def __init__(self, hub: SplitHub, tmp: Path) -> None:
+    def __init__(self, hub: SplitHub, tmp: Path, resources: tuple[str, ...] = ("deployments.apps",)) -> None:
         self.hub = hub
         self.tmp = tmp
+        self.resources = list(resources)  # what the Clusters' Syncers sync
         self.fleet = Fleet(hub, tmp, crd=False)  # the Syncers import the type
         self.clusters: dict[str, PhysicalCluster] = {}
 
@@ -24,7 +25,7 @@ class World:
         self.clusters[name] = c
         self.fleet.apply({"apiVersion": "cluster.example.dev/v1alpha1", "kind": "Cluster",
                           "metadata": {"name": name, "namespace": "default"},
-                          "spec": {"kubeconfig": c.kubeconfig_text(), "resources": ["deployments.apps"],
+                          "spec": {"kubeconfig": c.kubeconfig_text(), "resources": self.resources,
                                    "location": "eu"}})
         wait_for(lambda: name in self.healthy(), 30, interval=0.1, what=f"ClusterProfile {name} healthy")
         return c

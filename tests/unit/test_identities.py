@@ -93,6 +93,8 @@ PROFILES = ("multicluster.x-k8s.io", "clusterprofiles")
 LEASES = ("coordination.k8s.io", "leases")
 CDS = ("fleet.fleetplane.io", "clusterdaemonsets")
 DEPLOY = ("apps", "deployments")
+DAEMONSETS = ("apps", "daemonsets")
+STATEFULSETS = ("apps", "statefulsets")
 
 
 def _syncer_calls() -> list[Call]:
@@ -222,7 +224,8 @@ def _controller_calls() -> list[Call]:
 def _splitter_calls() -> list[Call]:
     f = "fleet/splitter/controller.py"
     out = []
-    for group, res, snippet in ((*DEPLOY, '"/clusters/*/apis/apps/v1/deployments"'),
+    apps = 'f"/clusters/*/apis/apps/v1/{KINDS[k].plural}"'
+    for group, res, snippet in ((*DEPLOY, apps), (*DAEMONSETS, apps), (*STATEFULSETS, apps),
                                 (*PROFILES, 'f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}"'),
                                 ("", "namespaces", '"/clusters/*/api/v1/namespaces"'),
                                 (*CRDS, '"/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions"'),
@@ -243,6 +246,16 @@ def _splitter_calls() -> list[Call]:
              namespace="default", name="web"),
         Call(SPL, f, "await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)", "patch", *CDS,
              namespace="default", name="agent"),
+        *(c for kind in (DAEMONSETS, STATEFULSETS) for c in (
+            Call(SPL, f, 'await self.sp.hub.delete(f"{path}/{cmd[\'name\']}", uid=cmd.get("uid"))', "delete", *kind,
+                 namespace="default", name="web--east"),
+            Call(SPL, f, "created = await hub.create(path, body, FIELD_MANAGER)", "create", *kind, namespace="default"),
+            Call(SPL, f, 'updated = await hub.replace(f"{path}/{cmd[\'name\']}", new, FIELD_MANAGER)', "update",
+                 *kind, namespace="default", name="web--east"),
+            Call(SPL, f, 'updated = await self.sp.hub.patch(path, [{"op": "add", "path": "/status", "value": new}]',
+                 "patch", *kind, "status", namespace="default", name="web"),
+            Call(SPL, f, "await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)", "patch", *kind,
+                 namespace="default", name="web"))),
         Call(SPL, "kube/events.py", "await self.client.create(path, body)", "create", "", "events", namespace="default"),
         Call(SPL, "kube/events.py", 'await self.client.patch(f"{seen[0]}/{seen[1]}"', "patch", "", "events",
              namespace="default", name="web.17f"),
@@ -682,7 +695,7 @@ def test_the_controllers_get_nothing_they_do_not_use() -> None:
         assert not any_allows(rules, "list", RBAC, "rolebindings")
     assert not any(RBAC in (r.get("apiGroups") or []) for r in spl)
     # the wildcard only for what the informers list and watch
-    for rules, wide in ((cc, {CLUSTERS}), (spl, {DEPLOY, PROFILES, ("", "namespaces"), CRDS, CDS})):
+    for rules, wide in ((cc, {CLUSTERS}), (spl, {DEPLOY, DAEMONSETS, STATEFULSETS, PROFILES, ("", "namespaces"), CRDS, CDS})):
         assert any_allows(rules, "list", path=ids.WILDCARD_PATH)
         assert not any_allows(rules, "get", path=ids.WILDCARD_PATH)
         assert not any_allows(rules, "create", path=ids.WILDCARD_PATH)

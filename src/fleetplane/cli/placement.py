@@ -9,6 +9,8 @@ the splitter last recorded on the workload (the ``placement.fleetplane.io/decisi
     fleetplane placement explain deployment/web [-n NS] [--kubeconfig K] [--context C] [-o text|json]
     fleetplane placement explain clusterdaemonset/agent
     fleetplane placement explain cronjob/nightly      # the clusters its next run may go to, and which
+    fleetplane placement explain daemonset/agent
+    fleetplane placement explain statefulset/db     # and each cluster's ordinal range
 
 The logical cluster is the one the kubeconfig context's server URL names (``/clusters/<lc>``),
 else ``root``. Exit status: 0, 1 when the workload cannot be placed in full (or its policy is
@@ -31,7 +33,11 @@ _KINDS = {"deployment": "Deployment", "deployments": "Deployment", "deploy": "De
           "deployment.apps": "Deployment", "clusterdaemonset": "ClusterDaemonSet",
           "clusterdaemonsets": "ClusterDaemonSet", "cds": "ClusterDaemonSet",
           "cronjob": "CronJob", "cronjobs": "CronJob", "cj": "CronJob", "cronjob.batch": "CronJob",
-          "service": "Service", "services": "Service", "svc": "Service"}
+          "service": "Service", "services": "Service", "svc": "Service",
+          "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "ds": "DaemonSet", "daemonset.apps": "DaemonSet",
+          "statefulset": "StatefulSet", "statefulsets": "StatefulSet", "sts": "StatefulSet",
+          "statefulset.apps": "StatefulSet"}
+_WANT = "deployment/NAME, statefulset/NAME, daemonset/NAME, clusterdaemonset/NAME, cronjob/NAME or service/NAME"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -39,11 +45,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     placement = subparsers.add_parser("placement", help="explain how workloads are placed on the fleet",
                                       description="Placement of hub workloads on the fleet's clusters.")
     sub = placement.add_subparsers(dest="placement_command", required=True)
-    ex = sub.add_parser("explain", help="print the placement decision for a Deployment or ClusterDaemonSet",
+    ex = sub.add_parser("explain", help="print the placement decision for a Deployment, StatefulSet, DaemonSet "
+                                        "or ClusterDaemonSet",
                         description="Compute the placement decision for a workload from the live objects, with "
                                     "the splitter's engine, and print every cluster considered, filtered out and "
                                     "why, scores and shares, beside what the splitter last recorded.")
-    ex.add_argument("target", metavar="KIND/NAME", help="deployment/NAME, clusterdaemonset/NAME, cronjob/NAME or service/NAME")
+    ex.add_argument("target", metavar="KIND/NAME", help=_WANT)
     ex.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's, else default)")
     ex.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), help="the hub's kubeconfig")
     ex.add_argument("--context", default=None, help="kubeconfig context")
@@ -60,7 +67,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _parse_target(text: str) -> tuple[str, str]:
     kind, sep, name = text.partition("/")
     if not sep or not name or kind.lower() not in _KINDS:
-        raise ValueError(f"want deployment/NAME, clusterdaemonset/NAME, cronjob/NAME or service/NAME, not {text!r}")
+        raise ValueError(f"want {_WANT}, not {text!r}")
     return _KINDS[kind.lower()], name
 
 
@@ -88,19 +95,10 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     if kind == "CronJob":
         return await explain_cronjob(kubeconfig, name, namespace, context=context, unhealthy_grace=unhealthy_grace,
                                      join_grace=join_grace, profile_namespace=profile_namespace)
-    from ..fleet.placement import (
-        ANNOTATION_POLICY,
-        ClusterInfo,
-        Limit,
-        Options,
-        PolicyError,
-        decide,
-        parse_policy,
-        policy_from_dict,
-        requests_of,
-    )
+    from ..fleet.placement import ClusterInfo, Limit, Options, PolicyError, decide, requests_of
     from ..fleet.splitter.controller import ANNOTATION_DECISION, LABEL_CLUSTER, SplitterOptions
-    from ..fleet.splitter.crd import CDS_GROUP, CDS_PLURAL, CDS_VERSION
+    from ..fleet.splitter.kinds import KINDS
+    from ..fleet.splitter.ordinals import Range, layout
     from ..inventory import constants as ic
     from ..kube.client import Client
     from ..kube.kubeconfig import ApiTarget
@@ -108,17 +106,15 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     target = ApiTarget.from_kubeconfig(kubeconfig, context)
     lc = target.logical_cluster or "root"
     hub = Client(target.with_server(target.base), "fleetplane-placement-explain")
+    wk = KINDS[kind]
     try:
-        if kind == "Deployment":
-            base = f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments"
-        else:
-            base = f"/clusters/{lc}/apis/{CDS_GROUP}/{CDS_VERSION}/namespaces/{namespace}/{CDS_PLURAL}"
+        base = f"/clusters/{lc}/apis/{wk.api_version}/namespaces/{namespace}/{wk.plural}"
         obj = await hub.get(f"{base}/{name}")
         if obj is None:
             raise LookupError(f'{kind.lower()} "{name}" not found in namespace {namespace} of logical cluster {lc}')
         md = obj.get("metadata") or {}
-        if kind == "Deployment" and LABEL_CLUSTER in (md.get("labels") or {}):
-            raise LookupError(f"deployment {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
+        if wk.group == "apps" and LABEL_CLUSTER in (md.get("labels") or {}):
+            raise LookupError(f"{kind.lower()} {name} is assigned to cluster {md['labels'][LABEL_CLUSTER]} by its "
                               f"{LABEL_CLUSTER} label: the splitter does not place it")
         spec = obj.get("spec") or {}
         ppath = f"/clusters/{lc}/apis/{ic.GROUP}/{ic.VERSION}/"
@@ -134,7 +130,7 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
             if pname is None:  # the API server names every object
                 continue
             infos.setdefault(pname, ClusterInfo.from_profile(p, ns_labels.get(pm.get("namespace"))))
-        kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/deployments")
+        kids, _ = await hub.list_all(f"/clusters/{lc}/apis/apps/v1/namespaces/{namespace}/{wk.child.plural}")
         uid = md.get("uid")
         children: dict[str, dict[str, Any]] = {}
         for k in kids:
@@ -169,24 +165,12 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
     used = recorded.get("options") or {}  # the splitter's own settings, as it recorded them
     opts = Options(unhealthy_grace if unhealthy_grace is not None else float(used.get("unhealthyGrace", defaults.unhealthy_grace)),
                    join_grace if join_grace is not None else float(used.get("joinGrace", defaults.join_grace)))
-    current = {c: int((k.get("spec") or {}).get("replicas") or 0) for c, k in children.items()}
+    current = {c: wk.child.units(k) for c, k in children.items()}
     out: dict[str, Any] = {"kind": kind, "name": name, "namespace": namespace, "logicalCluster": lc,
-                           "recorded": recorded,
-                           "children": {c: {"name": (k.get("metadata") or {}).get("name"),
-                                            "replicas": current[c],
-                                            "readyReplicas": int((k.get("status") or {}).get("readyReplicas") or 0),
-                                            "availableReplicas": int((k.get("status") or {}).get("availableReplicas") or 0)}
-                                        for c, k in sorted(children.items())}}
+                           "recorded": recorded, "children": {c: _child(wk, k) for c, k in sorted(children.items())}}
+    replicas = wk.requested(spec)
     try:
-        if kind == "Deployment":
-            replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
-            policy = parse_policy((md.get("annotations") or {}).get(ANNOTATION_POLICY))
-        else:
-            replicas = max(1, int(spec.get("replicasPerCluster") or 1))
-            placement = dict(spec.get("placement") or {})
-            placement["replicasPerCluster"] = replicas
-            placement.setdefault("strategy", "Duplicate")
-            policy = policy_from_dict(placement, path="spec.placement", strategy_default="Duplicate")
+        policy, _ = wk.policy(obj, replicas)
     except PolicyError as err:
         out["error"] = f"invalid placement policy: {err}"
         return out
@@ -194,6 +178,14 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
                limits=limits, now=time.time(), options=opts, seed=f"{namespace}/{name}")
     out["decision"] = {**d.summary(max_filtered=10**6), "clusters": {c.name: c.to_dict() for c in d.clusters}}
     out["lines"] = d.explain()
+    if wk.ordinals:  # the ordinal range each cluster runs now, and where the computed split puts them
+        ranges = {c: Range(v["ordinals"]["start"], v["replicas"]) for c, v in out["children"].items()}
+        first = wk.first_ordinal(spec)
+        computed = {c: Range(first + r.start, r.count) for c, r in layout(d.assignment()).items()}
+        out["ordinals"] = {"current": {c: str(r) for c, r in ranges.items()},
+                           "computed": {c: str(r) for c, r in computed.items()}}
+        out["lines"].append("Ordinals now: " + (", ".join(f"{c} {r}" for c, r in ranges.items()) or "none")
+                            + "; computed: " + (", ".join(f"{c} {r}" for c, r in computed.items()) or "none"))
     out["complete"] = d.unplaced == 0
     return out
 
@@ -267,6 +259,20 @@ async def explain_cronjob(kubeconfig: str, name: str, namespace: str, *, context
                            "lines": lines, "complete": nxt is not None}
     if decision.error:
         out["error"] = decision.error
+    return out
+
+
+def _child(wk: Any, child: dict[str, Any]) -> dict[str, Any]:
+    """What explain shows of a child: its name, share and readiness."""
+    st = child.get("status") or {}
+    if not wk.child.replicas:  # a DaemonSet: its nodes' pods
+        return {"name": (child.get("metadata") or {}).get("name"),
+                "replicas": int(st.get("desiredNumberScheduled") or 0), "readyReplicas": int(st.get("numberReady") or 0),
+                "availableReplicas": int(st.get("numberAvailable") or 0)}
+    out = {"name": (child.get("metadata") or {}).get("name"), "replicas": wk.child.units(child),
+           "readyReplicas": int(st.get("readyReplicas") or 0), "availableReplicas": int(st.get("availableReplicas") or 0)}
+    if wk.ordinals:
+        out["ordinals"] = {"start": wk.child_start(child)}
     return out
 
 

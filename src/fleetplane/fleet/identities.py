@@ -528,31 +528,35 @@ def _splitter_rules() -> list[dict[str, Any]]:
     """``system:fleetplane:splitter`` (``fleet/splitter/controller.py``), bound to :data:`SPLITTER`
     in every logical cluster.
 
-    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its five informers
-      (controller.py:193-199): deployments (apps), clusterprofiles, namespaces (their ClusterSet
-      labels), customresourcedefinitions (to notice ``deployments.apps`` appear) and
-      clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
-    - deployments ``create`` (a child, controller.py:664), ``update`` (a child's template and
-      replicas, controller.py:701), ``delete`` (a child, uid-guarded, controller.py:648), ``patch``
-      (a parent's decision annotation, controller.py:867); deployments/status ``patch`` (the
-      parent's aggregated status, controller.py:773). It cannot tell parents from children by
+    - ``/clusters/*`` ``list``, ``watch`` with the resource rules of its seven informers
+      (controller.py:186-194): deployments, daemonsets, statefulsets (apps), clusterprofiles,
+      namespaces (their ClusterSet labels), customresourcedefinitions (to notice
+      ``deployments.apps`` and the others appear) and clusterdaemonsets. It reads no Clusters, and no ClusterProfile or CRD by name.
+    - deployments ``create`` (a child, controller.py:677), ``update`` (a child's template and
+      replicas, controller.py:719), ``delete`` (a child, uid-guarded, controller.py:660), ``patch``
+      (a parent's decision annotation, controller.py:905); deployments/status ``patch`` (the
+      parent's aggregated status, controller.py:803). It cannot tell parents from children by
       RBAC (a label), so these apply to every Deployment.
-    - clusterdaemonsets ``patch`` (decision annotation, controller.py:867) and
-      clusterdaemonsets/status ``patch`` (controller.py:773); its children are Deployments.
-    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:185;
+    - clusterdaemonsets ``patch`` (decision annotation, controller.py:905) and
+      clusterdaemonsets/status ``patch`` (controller.py:803); its children are Deployments.
+    - daemonsets and statefulsets (apps): as deployments (``list``, ``watch``, ``create``,
+      ``update``, ``delete``, ``patch``; ``/status`` ``patch``): they are parents and children too
+      (splitter/kinds.py).
+    - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:177;
       kube/events.py:123, 107).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
       cannot name a create): leader election in root (splitter/__init__.py; kube/leaderelection.py).
 
     No Secrets, no RBAC, no ServiceAccounts.
     """
-    wide = [(APPS, "deployments"), (ic.GROUP, ic.PLURAL), (CORE, "namespaces"),
+    workloads = ["deployments", "daemonsets", "statefulsets"]
+    wide = [*((APPS, w) for w in workloads), (ic.GROUP, ic.PLURAL), (CORE, "namespaces"),
             (APIEXTENSIONS, "customresourcedefinitions"), (CDS_GROUP, CDS_PLURAL)]
     return _merge(
         [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
         [_rule(_WATCH_VERBS, [g], [r]) for g, r in wide],
-        [_rule(["create", "delete", "patch", "update"], [APPS], ["deployments"]),
-         _rule(["patch"], [APPS], ["deployments/status"]),
+        [_rule(["create", "delete", "patch", "update"], [APPS], workloads),
+         _rule(["patch"], [APPS], [f"{w}/status" for w in workloads]),
          _rule(["patch"], [CDS_GROUP], [CDS_PLURAL]),
          _rule(["patch"], [CDS_GROUP], [f"{CDS_PLURAL}/status"]),
          _rule(["create", "patch"], [CORE], ["events"]),

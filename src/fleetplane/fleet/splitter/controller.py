@@ -1,8 +1,9 @@
-"""The Deployment Splitter and the ClusterDaemonSet controller (issue 5).
+"""The Deployment Splitter and the ClusterDaemonSet controller (issue 5), generalized to DaemonSets
+and StatefulSets (issue 12).
 
 One :class:`Splitter` serves every logical cluster of a hub through the ``/clusters/*`` wildcard:
-informers on Deployments, ClusterProfiles, Namespaces (ClusterSet labels), CRDs (to notice when a
-type starts being served) and ClusterDaemonSets feed one work queue of parents
+informers on Deployments, DaemonSets, StatefulSets, ClusterProfiles, Namespaces (ClusterSet
+labels), CRDs (to notice when a type starts being served) and ClusterDaemonSets feed one work queue of parents
 ``(kind, logical cluster, namespace, name)``; a parent's ClusterProfiles are those of its own
 logical cluster. Objects carry ``kcp.io/cluster`` naming their logical cluster; every write goes
 to ``/clusters/<lc>/...``. Nothing polls: grace periods are timers.
@@ -28,7 +29,10 @@ For a **Deployment without** ``kcp.dev/cluster`` (a parent), a reconcile:
 
 A **ClusterDaemonSet** (``fleet.fleetplane.io/v1alpha1``) goes through the same steps with the
 ``Duplicate`` strategy: one child Deployment with ``replicasPerCluster`` replicas in every
-available cluster its placement allows.
+available cluster its placement allows. So does a **DaemonSet** (one child DaemonSet per
+cluster), and a **StatefulSet** as a Deployment does, except that its children get contiguous
+ordinal ranges, moved one ordinal at a time (:mod:`.ordinals`). What differs per kind is one
+:class:`.kinds.WorkloadKind`.
 """
 
 from __future__ import annotations
@@ -61,17 +65,17 @@ from ..placement import (
     Options,
     PolicyError,
     decide,
-    parse_policy,
-    policy_from_dict,
     requests_of,
 )
 from ..placement.engine import Prepared
+from . import ordinals
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 from .eviction import Eviction, Partitions, PartitionState
 from .eviction import step as partition_step
+from .kinds import ANNOTATION_DOWNSTREAM_NAME, KINDS, WorkloadKind
 from .options import SplitterOptions
-from .rollout import ChildView, plan
+from .rollout import ChildView, Plan, plan
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
            "ANNOTATION_UNSCHEDULABLE", "LABEL_CLUSTER", "LABEL_OWNED_BY", "Splitter", "SplitterOptions",
@@ -91,7 +95,8 @@ COMPONENT = "fleetplane-splitter"
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
                ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state", ANNOTATION_HPA)
 
-DEPLOYMENTS = ("apps", "v1", "deployments")
+#: the apps/v1 kinds that are parents on the hub and children of the splitter's parents
+APPS_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
 ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name
 
 
@@ -170,25 +175,27 @@ class Splitter:
         self.opts = options or SplitterOptions()
         self.queue = WorkQueue("splitter", jitter=True)
         self.events = EventRecorder(hub, COMPONENT, instance=COMPONENT, max_pending=5000, per_logical_cluster=True)
-        self.type_changed = asyncio.Event()
-        self.cds_type_changed = asyncio.Event()
+        #: set when a type's CRD changes (its informer, waiting for the type, lists again)
+        self.type_changed = {k: asyncio.Event() for k in (*APPS_KINDS, CDS_KIND)}
 
         def informer(path: str, on_change: Any, name: str, wake: asyncio.Event | None = None) -> Informer:
             # every logical cluster (/clusters/*); a 404 means no logical cluster serves the type yet
             return Informer(hub, path, on_change, name=name, key=key_of, missing_ok=True, wake=wake)
 
-        self.deployments = informer("/clusters/*/apis/apps/v1/deployments", self._on_deployment, "deployments",
-                                    self.type_changed)
+        #: apps/v1 Deployments, DaemonSets, StatefulSets: parents and children alike
+        self.workloads = {k: informer(f"/clusters/*/apis/apps/v1/{KINDS[k].plural}", self._on_workload(k),
+                                      KINDS[k].plural, self.type_changed[k]) for k in APPS_KINDS}
+        self.deployments = self.workloads["Deployment"]
         self.profiles = informer(f"/clusters/*/apis/{ic.GROUP}/{ic.VERSION}/{ic.PLURAL}", self._on_profile,
                                  "clusterprofiles")
         self.namespaces = informer("/clusters/*/api/v1/namespaces", self._on_namespace, "namespaces")
         self.crds = informer("/clusters/*/apis/apiextensions.k8s.io/v1/customresourcedefinitions", self._on_crd, "crds")
         self.cds = informer(f"/clusters/*/apis/{CDS_GROUP}/{CDS_VERSION}/{CDS_PLURAL}", self._on_cds,
-                            "clusterdaemonsets", self.cds_type_changed)
+                            "clusterdaemonsets", self.type_changed[CDS_KIND])
         self.fleets: dict[str, _Fleet] = {}
         self.parents: dict[str, set[ParentKey]] = {}  # lc -> parents
         self.children: dict[ParentKey, dict[str, Key]] = {}  # parent -> cluster -> child key
-        self._child_owner: dict[Key, ParentKey] = {}
+        self._child_owner: dict[tuple[str, Key], ParentKey] = {}  # (child kind, child) -> parent
         self.state: dict[ParentKey, _Parent] = {}
         #: (logical cluster, cluster) -> parents whose replicas stay unschedulable there: the cluster is
         #: full, so no parent grows there (a soft limit at what it runs) while it lasts
@@ -200,7 +207,7 @@ class Splitter:
     # -- running ------------------------------------------------------------------------------
 
     def informers(self) -> list[Informer]:
-        out = [self.crds, self.namespaces, self.profiles, self.deployments]
+        out = [self.crds, self.namespaces, self.profiles, *self.workloads.values()]
         if self.opts.cluster_daemonsets:
             out.append(self.cds)
         return out
@@ -225,13 +232,15 @@ class Splitter:
 
     def _on_crd(self, key: Key, old: dict | None, new: dict | None) -> None:
         name = _md(new or old).get("name") or ""
-        if name == "deployments.apps":
-            self.type_changed.set()
-            if new is not None and old is None:  # children can be created in this logical cluster now
+        for k, wake in self.type_changed.items():
+            if name != KINDS[k].crd_name:
+                continue
+            wake.set()
+            if new is not None and old is None and k in APPS_KINDS:
+                # children of this kind can be created in this logical cluster now
                 for pk in self.parents.get(key[0], ()):
-                    self.queue.add(pk)
-        elif name == f"{CDS_PLURAL}.{CDS_GROUP}":
-            self.cds_type_changed.set()
+                    if KINDS[pk[0]].child_kind == k:
+                        self.queue.add(pk)
 
     def _on_namespace(self, key: Key, old: dict | None, new: dict | None) -> None:
         if (_md(old).get("labels") or {}) == (_md(new).get("labels") or {}):
@@ -263,21 +272,29 @@ class Splitter:
             for pk in self.parents.get(lc, ()):
                 self.queue.add(pk)
 
-    def _on_deployment(self, key: Key, old: dict | None, new: dict | None) -> None:
+    def _on_workload(self, kind: str) -> Any:
+        """The event handler of one apps/v1 kind's informer: children are indexed (and their parent
+        queued); objects without ``kcp.dev/cluster`` that no parent controls are parents."""
+        wk = KINDS[kind]
+
+        def on_change(key: Key, old: dict | None, new: dict | None) -> None:
+            self._on_object(wk, key, old, new)
+        return on_change
+
+    def _on_object(self, wk: WorkloadKind, key: Key, old: dict | None, new: dict | None) -> None:
         obj = new or old or {}
         labels = _md(obj).get("labels") or {}
         lc, ns, name = key
         if LABEL_CLUSTER in labels or (old is not None and LABEL_CLUSTER in (_md(old).get("labels") or {})):
-            before = self._child_owner.get(key)
-            self._index_child(key, new)
-            for owner in {before, self._child_owner.get(key)}:
+            before = self._child_owner.get((wk.kind, key))
+            self._index_child(wk.kind, key, new)
+            for owner in {before, self._child_owner.get((wk.kind, key))}:
                 if owner is not None:
                     self.queue.add(owner)
             if LABEL_CLUSTER in labels:
                 return
-        pk: ParentKey = ("Deployment", lc, ns, name)
-        controlled = any(r.get("controller") and r.get("kind") in ("Deployment", CDS_KIND)
-                         for r in _md(obj).get("ownerReferences") or ())
+        pk: ParentKey = (wk.kind, lc, ns, name)
+        controlled = any(r.get("controller") and wk.owns(r) for r in _md(obj).get("ownerReferences") or ())
         if new is None or LABEL_CLUSTER in labels or controlled:
             self.parents.get(lc, set()).discard(pk)
             self.forget(pk)
@@ -332,17 +349,18 @@ class Splitter:
         return (md.get("uid"), md.get("generation"), md.get("labels"), ann, md.get("deletionTimestamp"),
                 obj.get("spec"))
 
-    def remember_child(self, obj: dict) -> None:
-        """Put a child just written into the cache and index (its watch event follows)."""
+    def remember_child(self, kind: str, obj: dict) -> None:
+        """Put a child (of ``kind``) just written into the cache and index (its watch event follows)."""
         key = key_of(obj)
-        cur = self.deployments.cache.get(key)
+        cache = self.workloads[kind].cache
+        cur = cache.get(key)
         if cur is not None and _int(_md(cur).get("resourceVersion")) >= _int(_md(obj).get("resourceVersion")):
             return
-        self.deployments.cache[key] = obj
-        self._index_child(key, obj)
+        cache[key] = obj
+        self._index_child(kind, key, obj)
 
-    def _index_child(self, key: Key, obj: dict | None) -> None:
-        prev = self._child_owner.pop(key, None)
+    def _index_child(self, kind: str, key: Key, obj: dict | None) -> None:
+        prev = self._child_owner.pop((kind, key), None)
         if prev is not None:
             kids = self.children.get(prev)
             if kids is not None:
@@ -356,26 +374,25 @@ class Splitter:
         md = _md(obj)
         cluster = (md.get("labels") or {}).get(LABEL_CLUSTER)
         ref = next((r for r in md.get("ownerReferences") or () if r.get("controller")), None)
-        if not cluster or ref is None or ref.get("kind") not in ("Deployment", CDS_KIND):
+        if not cluster or ref is None or not KINDS[kind].owns(ref):
             return
         pk: ParentKey = (ref["kind"], key[0], key[1], ref.get("name") or "")
-        self._child_owner[key] = pk
+        self._child_owner[(kind, key)] = pk
         self.children.setdefault(pk, {})[cluster] = key
+
+    def parent_cache(self, kind: str) -> dict[Key, dict]:
+        return self.cds.cache if kind == CDS_KIND else self.workloads[kind].cache
 
     # -- reconcile ----------------------------------------------------------------------------
 
     async def reconcile(self, key: ParentKey) -> None:
         self.reconciles += 1
         kind, lc, ns, name = key
-        if kind == CDS_KIND:
-            parent = self.cds.cache.get((lc, ns, name))
-        else:
-            parent = self.deployments.cache.get((lc, ns, name))
+        parent = self.parent_cache(kind).get((lc, ns, name))
         md = _md(parent)
-        if parent is None or md.get("deletionTimestamp") or (kind == "Deployment" and (
+        if parent is None or md.get("deletionTimestamp") or (kind in APPS_KINDS and (
                 LABEL_CLUSTER in (md.get("labels") or {})
-                or any(r.get("controller") and r.get("kind") in ("Deployment", CDS_KIND)
-                       for r in md.get("ownerReferences") or ()))):
+                or any(r.get("controller") and KINDS[kind].owns(r) for r in md.get("ownerReferences") or ()))):
             self.forget(key)
             return
         s = self.state.get(key)
@@ -406,9 +423,10 @@ class Splitter:
         taken by an object it does not control."""
         uid = _md(parent).get("uid")
         lc, ns, name = key[1], key[2], key[3]
+        cache = self.workloads[KINDS[key[0]].child_kind].cache
         out: dict[str, dict] = {}
         for cluster, ck in (self.children.get(key) or {}).items():
-            obj = self.deployments.cache.get(ck)
+            obj = cache.get(ck)
             if obj is None:
                 continue
             refs = _md(obj).get("ownerReferences") or ()
@@ -418,7 +436,7 @@ class Splitter:
         for ci in self.fleet(lc).infos:
             if ci.name in out:
                 continue
-            other = self.deployments.cache.get((lc, ns, child_name(name, ci.name)))
+            other = cache.get((lc, ns, child_name(name, ci.name)))
             if other is not None:
                 refs = _md(other).get("ownerReferences") or ()
                 if not any(r.get("uid") == uid for r in refs):
@@ -427,11 +445,12 @@ class Splitter:
 
 
 class _Reconcile:
-    """One reconcile of one parent (a Deployment or a ClusterDaemonSet)."""
+    """One reconcile of one parent (any of :data:`.kinds.KINDS`)."""
 
     def __init__(self, sp: Splitter, key: ParentKey, parent: dict, s: _Parent) -> None:
         self.sp, self.key, self.parent, self.s = sp, key, parent, s
         self.kind, self.lc, self.ns, self.name = key
+        self.wk = KINDS[self.kind]
         self.md = _md(parent)
         self.spec = parent.get("spec") or {}
         self.generation = _int(self.md.get("generation"), 1)
@@ -446,23 +465,20 @@ class _Reconcile:
     # -- the steps ------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        sp, s = self.sp, self.s
-        cds = self.kind == CDS_KIND
+        sp, s, wk = self.sp, self.s, self.wk
         fleet = sp.fleet(self.lc)
         children, conflicts = sp.children_of(self.key, self.parent)
         live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
-        current = {c: max(0, _int((o.get("spec") or {}).get("replicas"))) for c, o in live.items()}
+        current = {c: wk.child.units(o) for c, o in live.items()}
         template = self.spec.get("template")
-        if cds:
-            requested = max(1, _int(self.spec.get("replicasPerCluster"), 1))
-        else:
-            requested = max(0, _int(self.spec.get("replicas"), 1)) if self.spec.get("replicas") is not None else 1
+        requested = wk.requested(self.spec)
 
         # partitions: an unreachable cluster's child stops counting, and past the grace period is
         # frozen and left out of the decision (its share goes elsewhere) until it is back and stable
         parts = self.partitions = partition_step(s.partitions, fleet.get, current, self.now,
                                                  self.opts.unhealthy_grace, self.opts.rejoin_grace)
-        self._observe({c: o for c, o in live.items() if c not in parts.uncounted}, fleet)
+        if wk.child.replicas:  # a DaemonSet's pods follow nodes: no replicas to move
+            self._observe({c: o for c, o in live.items() if c not in parts.uncounted}, fleet)
         self.requeue.extend(parts.rechecks)
         for type_, reason, message in parts.events:
             sp.events.event(self.parent, type_, reason, message)
@@ -471,15 +487,7 @@ class _Reconcile:
         decision: Decision | None = None
         policy_text = None
         try:
-            if cds:
-                placement = dict(self.spec.get("placement") or {})
-                placement["replicasPerCluster"] = requested
-                placement.setdefault("strategy", "Duplicate")
-                policy = policy_from_dict(placement, path="spec.placement", strategy_default="Duplicate")
-                policy_text = json.dumps(placement, sort_keys=True)
-            else:
-                policy_text = (self.md.get("annotations") or {}).get(ANNOTATION_POLICY)
-                policy = parse_policy(policy_text)
+            policy, policy_text = wk.policy(self.parent, requested)
         except PolicyError as err:
             self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
             target = dict(counted)
@@ -499,14 +507,14 @@ class _Reconcile:
             if decision.recheck_at is not None:
                 self.requeue.append(decision.recheck_at)
             target = decision.assignment()
-            if requested == 0 and not cds:
+            if requested == 0 and wk.split:
                 target = {c: 0 for c in counted if decision.by_name().get(c) and decision.by_name()[c].eligible}
             self._decision_problems(decision, requested)
         for c in sorted(parts.frozen):
             ev = s.partitions.evictions[c]
             self.notes.append(f"{c}: {ev.replicas} replicas evicted at {_clock(ev.since)} (unreachable), "
                               "kept there and not counted")
-        if not cds and (self.md.get("annotations") or {}).get(ANNOTATION_HPA):
+        if self.kind == "Deployment" and (self.md.get("annotations") or {}).get(ANNOTATION_HPA):
             # a hub HPA scales this parent (fleet/hpas): its children's replicas are the clusters' HPAs'
             target = {c: counted.get(c, n) for c, n in target.items()}
         for c in conflicts:
@@ -514,11 +522,18 @@ class _Reconcile:
             self.problems.append(("PlacementFailed", f"{c}: {child_name(self.name, c)} exists and is not "
                                                      f"controlled by {self.kind} {self.name}"))
         # a frozen child is not the plan's to change; an unreachable one's replicas are not available
-        views = {c: ChildView(_int((o.get("spec") or {}).get("replicas")),
-                              0 if c in parts.uncounted else _int((o.get("status") or {}).get("availableReplicas")),
-                              bool(_md(o).get("deletionTimestamp")))
-                 for c, o in children.items() if c not in parts.frozen}
-        p = plan(target, views, 0 if cds else requested)
+        p: Plan
+        if wk.ordinals:  # ranges relative to the parent's first ordinal
+            base = wk.first_ordinal(self.spec)
+            p = ordinals.plan(target, {c: ordinals.OrdinalView(
+                wk.child_start(o) - base, wk.units(o),
+                c not in parts.uncounted and wk.ready(o), bool(_md(o).get("deletionTimestamp")))
+                for c, o in children.items() if c not in parts.frozen}, requested)
+        else:
+            views = {c: ChildView(wk.child.units(o), 0 if c in parts.uncounted else wk.child.available(o),
+                                  bool(_md(o).get("deletionTimestamp")))
+                     for c, o in children.items() if c not in parts.frozen}
+            p = plan(target, views, requested if wk.split else 0)
         children = await self._apply(children, p, template)
         live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
@@ -608,21 +623,8 @@ class _Reconcile:
 
     # -- children -------------------------------------------------------------------------------
 
-    def _desired_spec(self, replicas: int) -> dict:
-        if self.kind == CDS_KIND:
-            spec: dict[str, Any] = {"selector": self.spec.get("selector"), "template": self.spec.get("template")}
-            for k in ("strategy", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "paused"):
-                if self.spec.get(k) is not None:
-                    spec[k] = self.spec[k]
-        else:
-            spec = {k: v for k, v in self.spec.items() if k != "replicas"}
-        spec["replicas"] = replicas
-        return spec
-
     def spec_hash(self) -> str:
-        base = self._desired_spec(0)
-        base.pop("replicas")
-        return _hash(base)
+        return _hash(self.wk.spec_of_generation(self.spec))
 
     def _owner_ref(self) -> dict:
         return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,
@@ -634,15 +636,19 @@ class _Reconcile:
         labels[LABEL_OWNED_BY] = self.name if is_label_value(self.name) else _hash(self.name)
         ann = {k: v for k, v in (self.md.get("annotations") or {}).items() if k not in _NOT_COPIED}
         ann[ANNOTATION_SPEC_HASH] = spec_hash
+        if self.wk.ordinals:  # the Pods are <parent>-<ordinal> in every cluster
+            ann[ANNOTATION_DOWNSTREAM_NAME] = self.name
         return labels, ann
 
-    async def _apply(self, children: dict[str, dict], p: Any, template: Any) -> dict[str, dict]:
+    async def _apply(self, children: dict[str, dict], p: Plan, template: Any) -> dict[str, dict]:
         """Deletes, creates and updates, one request per child, all at once (they are independent)."""
         spec_hash = self.spec_hash()
         out = dict(children)
-        path = _path(self.lc, *DEPLOYMENTS[:2], DEPLOYMENTS[2], self.ns)
+        path = _path(self.lc, *self.wk.child.gvr, self.ns)
         ops = [self._delete(children[c], c, path, out) for c in sorted(p.delete)]
-        ops += [self._write(children.get(c), c, n, spec_hash, path, out) for c, n in sorted(p.replicas.items())]
+        base = self.wk.first_ordinal(self.spec)
+        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), spec_hash, path, out)
+                for c, n in sorted(p.replicas.items())]
         results = await asyncio.gather(*ops, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -656,13 +662,13 @@ class _Reconcile:
         out.pop(cluster, None)
         self.sp.events.event(self.parent, "Normal", "SuccessfulDelete", f"Deleted {cmd['name']} from cluster {cluster}")
 
-    async def _write(self, child: dict | None, cluster: str, replicas: int, spec_hash: str, path: str,
+    async def _write(self, child: dict | None, cluster: str, replicas: int, start: int, spec_hash: str, path: str,
                      out: dict[str, dict]) -> None:
-        hub, sp = self.sp.hub, self.sp
+        hub, sp, ck = self.sp.hub, self.sp, self.wk.child
         labels, ann = self._child_meta(cluster, spec_hash)
-        spec = self._desired_spec(replicas)
+        spec = self.wk.child_spec(self.spec, replicas, start)
         if child is None:
-            body: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
+            body: dict[str, Any] = {"apiVersion": ck.api_version, "kind": ck.kind,
                                     "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
                                                  "labels": labels, "annotations": ann,
                                                  "ownerReferences": [self._owner_ref()]},
@@ -674,23 +680,25 @@ class _Reconcile:
                     self.requeue.append(self.now + 1.0)
                     return
                 if err.status == 404 and "namespace" not in err.message.lower():
-                    self.problems.append(("PlacementFailed", f"Deployments are not served in logical cluster "
+                    self.problems.append(("PlacementFailed", f"{ck.kind}s are not served in logical cluster "
                                                              f"{self.lc} yet (no cluster has offered the type): "
                                                              f"{err.message}"))
                     return
                 raise
             sp.writes += 1
             out[cluster] = created
-            sp.remember_child(created)
+            sp.remember_child(ck.kind, created)
             sp.events.event(self.parent, "Normal", "SuccessfulCreate",
-                            f"Created {body['metadata']['name']} with {replicas} replicas in cluster {cluster}")
+                            f"Created {body['metadata']['name']}{self._share(replicas, start)} in cluster {cluster}")
             return
         cmd = _md(child)
-        old_replicas = _int((child.get("spec") or {}).get("replicas"))
+        old_spec = child.get("spec") or {}
+        old_replicas = _int(old_spec.get("replicas")) if ck.replicas else replicas
+        old_start = self.wk.child_start(child) if self.wk.ordinals else start
         cur_ann = cmd.get("annotations") or {}
         cur_labels = cmd.get("labels") or {}
         refs = cmd.get("ownerReferences") or []
-        if (old_replicas == replicas and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
+        if (old_replicas == replicas and old_start == start and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
                 and all(cur_labels.get(k) == v for k, v in labels.items())
                 and all(cur_ann.get(k) == v for k, v in ann.items())):
             return
@@ -703,15 +711,27 @@ class _Reconcile:
         if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash:
             new["spec"] = spec
         else:
-            new.setdefault("spec", {})["replicas"] = replicas
+            if ck.replicas:
+                new.setdefault("spec", {})["replicas"] = replicas
+            if self.wk.ordinals:
+                new.setdefault("spec", {}).setdefault("ordinals", {})["start"] = start
         new.pop("status", None)
         updated = await hub.replace(f"{path}/{cmd['name']}", new, FIELD_MANAGER)
         sp.writes += 1
         out[cluster] = updated
-        sp.remember_child(updated)
-        if old_replicas != replicas:
+        sp.remember_child(ck.kind, updated)
+        if self.wk.ordinals and (old_replicas, old_start) != (replicas, start):
+            sp.events.event(self.parent, "Normal", "SuccessfulUpdate",
+                            f"Moved {cmd['name']} in cluster {cluster} from ordinals "
+                            f"{ordinals.Range(old_start, old_replicas)} to {ordinals.Range(start, replicas)}")
+        elif old_replicas != replicas:
             sp.events.event(self.parent, "Normal", "ScalingReplicaSet",
                             f"Scaled {cmd['name']} in cluster {cluster} from {old_replicas} to {replicas}")
+
+    def _share(self, replicas: int, start: int) -> str:
+        if self.wk.ordinals:
+            return f" with ordinals {ordinals.Range(start, replicas)}"
+        return f" with {replicas} replicas" if self.wk.child.replicas else ""
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -744,10 +764,12 @@ class _Reconcile:
         msg = d.message() if d is not None else "placed"
         return "True", "Placed", "; ".join([msg, *self.notes])
 
-    @staticmethod
-    def _progress_note(p: Any) -> str:
+    def _progress_note(self, p: Any) -> str:
         parts = []
-        if p.waiting:
+        if p.waiting and self.wk.ordinals:
+            keep = ", ".join(f"{n} in {c}" for c, n in sorted(p.waiting.items()))
+            parts.append(f"moving ordinals one at a time: keeping {keep} until its copy in its new cluster is ready")
+        elif p.waiting:
             keep = ", ".join(f"{n} in {c}" for c, n in sorted(p.waiting.items()))
             parts.append(f"keeping {keep} until their replacements are available")
         if p.blocked:
@@ -763,6 +785,11 @@ class _Reconcile:
         prev = self.parent.get("status") or {}
         if self.kind == CDS_KIND:
             new = self._cds_status(live, target, p, d, placement, prev, {**stale, **uncounted})
+        elif self.kind in ("DaemonSet", "StatefulSet"):
+            aggregate = st.daemonset if self.kind == "DaemonSet" else st.statefulset
+            new = aggregate(generation=self.generation, name=self.name, spec_hash=self.spec_hash(), children=live,
+                            observed=self._observed(live, p, self.spec_hash()), prev=prev, placement=placement,
+                            uncounted=uncounted, partitioned=self.partitions.condition)
         else:
             new = st.aggregate(generation=self.generation, requested=requested, children=live, target=target,
                                observed=self._observed(live, p, self.spec_hash()), prev=prev, problems=self.problems,
@@ -771,7 +798,7 @@ class _Reconcile:
         self._events(placement, d, p)
         if new == prev:
             return
-        path = _path(self.lc, *self._parent_gvr(), self.ns, self.name, "status")
+        path = _path(self.lc, *self.wk.gvr, self.ns, self.name, "status")
         try:
             updated = await self.sp.hub.patch(path, [{"op": "add", "path": "/status", "value": new}], JSON_PATCH,
                                               FIELD_MANAGER)
@@ -780,15 +807,10 @@ class _Reconcile:
                 return
             raise
         self.sp.writes += 1
-        cache = self.sp.cds.cache if self.kind == CDS_KIND else self.sp.deployments.cache
+        cache = self.sp.parent_cache(self.kind)
         if (self.lc, self.ns, self.name) in cache and _md(updated).get("uid") == self.md.get("uid"):
             cache[(self.lc, self.ns, self.name)] = updated
         self.parent = updated
-
-    def _parent_gvr(self) -> tuple[str, str, str]:
-        if self.kind == CDS_KIND:
-            return CDS_GROUP, CDS_VERSION, CDS_PLURAL
-        return DEPLOYMENTS
 
     def _cds_status(self, live: dict[str, dict], target: dict[str, int], p: Any, d: Decision | None,
                     placement: tuple[str, str, str], prev: dict, stale: dict[str, str]) -> dict:
@@ -876,7 +898,7 @@ class _Reconcile:
         cur = (self.md.get("annotations") or {}).get(ANNOTATION_DECISION)
         if cur == text:
             return
-        path = _path(self.lc, *self._parent_gvr(), self.ns, self.name)
+        path = _path(self.lc, *self.wk.gvr, self.ns, self.name)
         patch = {"metadata": {"annotations": {ANNOTATION_DECISION: text},
                               "resourceVersion": _md(self.parent).get("resourceVersion")}}
         try:

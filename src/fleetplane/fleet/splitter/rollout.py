@@ -37,6 +37,8 @@ class Plan:
     waiting: dict[str, int] = field(default_factory=dict)
     #: clusters that should grow but whose old child is still being deleted
     blocked: set[str] = field(default_factory=set)
+    #: StatefulSets (:mod:`.ordinals`): the first ordinal of each child's range
+    starts: dict[str, int] = field(default_factory=dict)
     #: available replicas now, and how many more may be removed
     available: int = 0
     budget: int = 0

@@ -37,7 +37,8 @@ from typing import Any
 
 from ...apimachinery.metatime import now_rfc3339
 
-__all__ = ["COUNTERS", "PARTITIONED", "child_counts", "condition", "merge_condition", "now_rfc3339"]
+__all__ = ["COUNTERS", "DAEMONSET_COUNTERS", "PARTITIONED", "STATEFULSET_COUNTERS", "child_counts", "condition",
+           "daemonset", "merge_condition", "now_rfc3339", "statefulset"]
 
 COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
 #: the parent's condition about unreachable clusters (see the module docstring)
@@ -206,4 +207,79 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
     if partitioned is not None:
         conds.append((PARTITIONED, *partitioned))
     status["conditions"] = [merge_condition(prev_conds.get(t), t, s, r, m, now) for t, s, r, m in conds]
+    return status
+
+
+# -- DaemonSets and StatefulSets -------------------------------------------------------------------
+
+#: a DaemonSet's status counters, summed over its children
+DAEMONSET_COUNTERS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
+                      "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
+#: a StatefulSet's status counters, summed over its children
+STATEFULSET_COUNTERS = ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")
+
+
+def _apps_status(counters: tuple[str, ...], *, generation: int, children: Mapping[str, Mapping[str, Any]],
+                 observed: bool, prev: Mapping[str, Any] | None, placement: tuple[str, str, str],
+                 uncounted: Mapping[str, str] | None, partitioned: tuple[str, str, str] | None,
+                 now: str | None) -> dict[str, Any]:
+    """Sums of ``counters`` over the counted children, ``observedGeneration`` as a Deployment's,
+    and the fleetplane conditions (``Placement``, ``Partitioned``) in the DaemonSet/StatefulSet
+    condition shape (no lastUpdateTime)."""
+    now = now or now_rfc3339()
+    prev = prev or {}
+    uncounted = uncounted or {}
+    status: dict[str, Any] = dict.fromkeys(counters, 0)
+    for cluster, child in children.items():
+        if cluster in uncounted:
+            continue
+        cs = child.get("status") or {}
+        for k in counters:
+            status[k] += _int(cs.get(k))
+    og = generation if observed else prev.get("observedGeneration")
+    if og is not None:
+        status["observedGeneration"] = og
+    prev_conds = {c.get("type"): c for c in prev.get("conditions") or () if isinstance(c, Mapping)}
+    conds = [("Placement", *placement)]
+    if partitioned is not None:
+        conds.append((PARTITIONED, *partitioned))
+    status["conditions"] = []
+    for t, s, r, m in conds:
+        c = merge_condition(prev_conds.get(t), t, s, r, m, now)
+        c.pop("lastUpdateTime", None)
+        status["conditions"].append(c)
+    return status
+
+
+def daemonset(*, generation: int, name: str, spec_hash: str, children: Mapping[str, Mapping[str, Any]],
+              observed: bool, prev: Mapping[str, Any] | None, placement: tuple[str, str, str],
+              uncounted: Mapping[str, str] | None = None, partitioned: tuple[str, str, str] | None = None,
+              now: str | None = None) -> dict[str, Any]:
+    """A parent DaemonSet's status: its children's counters summed (``kubectl rollout status
+    daemonset`` compares updatedNumberScheduled and numberAvailable with desiredNumberScheduled
+    once observedGeneration has caught up)."""
+    return _apps_status(DAEMONSET_COUNTERS, generation=generation, children=children, observed=observed, prev=prev,
+                        placement=placement, uncounted=uncounted, partitioned=partitioned, now=now)
+
+
+def statefulset(*, generation: int, name: str, spec_hash: str, children: Mapping[str, Mapping[str, Any]],
+                observed: bool, prev: Mapping[str, Any] | None, placement: tuple[str, str, str],
+                uncounted: Mapping[str, str] | None = None, partitioned: tuple[str, str, str] | None = None,
+                now: str | None = None) -> dict[str, Any]:
+    """A parent StatefulSet's status: its children's counters summed; ``updateRevision`` names
+    this generation's spec (``<name>-<hash>``), and ``currentRevision`` becomes it once every
+    counted child has rolled it out (its currentRevision is its updateRevision and every replica
+    is updated), so ``kubectl rollout status statefulset`` waits for the whole fleet."""
+    status = _apps_status(STATEFULSET_COUNTERS, generation=generation, children=children, observed=observed,
+                          prev=prev, placement=placement, uncounted=uncounted, partitioned=partitioned, now=now)
+    revision = f"{name}-{spec_hash[:10]}"
+    counted = [c for k, c in children.items() if k not in (uncounted or {})]
+    done = observed and all(
+        (c.get("status") or {}).get("currentRevision") == (c.get("status") or {}).get("updateRevision")
+        and _int((c.get("status") or {}).get("updatedReplicas")) >= _int((c.get("spec") or {}).get("replicas"))
+        for c in counted)
+    status["updateRevision"] = revision
+    current = revision if done else (prev or {}).get("currentRevision")
+    if current:
+        status["currentRevision"] = current
     return status
