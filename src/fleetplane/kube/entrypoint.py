@@ -8,16 +8,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from .kubeconfig import KubeconfigError
 from .options import add_arguments, from_args
 
-__all__ = ["Runnable", "controller_main", "run_until_signalled"]
+__all__ = ["Runnable", "controller_main", "run_hub_wide", "run_in_hub", "run_until_signalled"]
 
 
 class Runnable(Protocol):
@@ -89,3 +91,44 @@ def controller_main(argv: Sequence[str] | None, *, prog: str, name: str, descrip
     else:
         run_until_signalled(term, use_uvloop=use_uvloop)
     return 0
+
+
+async def run_hub_wide(build: Callable[[Any], Runnable], agent: str, kubeconfig: str | Path | dict[str, Any], *,
+                       context: str | None = None, lease: str | None = None) -> None:
+    """Run a controller that serves every logical cluster of a hub until cancelled: ``build(hub)``
+    gets a client on the hub's base URL (its paths carry ``/clusters/<lc>``) with user agent
+    ``agent``. With a ``lease`` (a kubeconfig path needed), only while this process holds the Lease
+    ``kube-system/<lease>`` in the kubeconfig's logical cluster: with several hub replicas exactly
+    one runs; losing the Lease cancels the work, which is safe (all state is in the hub, the next
+    leader starts from a fresh list)."""
+    from .client import Client
+    from .kubeconfig import ApiTarget
+
+    async def work() -> None:
+        target = ApiTarget.from_kubeconfig(kubeconfig, context)
+        hub = Client(target.with_server(target.base), agent)
+        try:
+            await build(hub).run()
+        finally:
+            await hub.close()
+
+    if lease is None:
+        await work()
+        return
+    if isinstance(kubeconfig, dict) or context is not None:
+        raise ValueError("leader election needs a kubeconfig file whose current context is the Lease's cluster")
+    from .leaderelection import run_as_leader
+
+    await run_as_leader(lease, kubeconfig, work)
+
+
+async def run_in_hub(build: Callable[[Any], Runnable], agent: str, lease: str, kubeconfig_path: Path) -> None:
+    """A ``fleetplane start`` background task (:mod:`fleetplane.fleet.plugin`): the controller in
+    the hub's process under leader election; a failure is logged before it ends the task."""
+    try:
+        await run_hub_wide(build, agent, kubeconfig_path, lease=lease)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logging.getLogger(f"fleetplane.{agent}").exception("%s stopped", agent)
+        raise
