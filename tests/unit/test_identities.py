@@ -272,18 +272,18 @@ def _hpa_controller_calls() -> list[Call]:
         out += [Call(c, f, snippet, "list", group, res, where="wildcard"),
                 Call(c, f, snippet, "watch", group, res, where="wildcard")]
     out += [
-        Call(c, f, 'await self.hub.patch(_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}', "patch", *hpa,
+        Call(c, f, 'await self.hub.patch(hub_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}', "patch", *hpa,
              namespace="default", name="web"),
         Call(c, f, "await self.hub.create(path, body, FIELD_MANAGER)", "create", *hpa, namespace="default"),
-        Call(c, f, "ops.append(self.hub.replace(f\"{path}/{_md(have)['name']}\", new, FIELD_MANAGER))", "update", *hpa,
+        Call(c, f, "ops.append(self.hub.replace(f\"{path}/{meta(have)['name']}\", new, FIELD_MANAGER))", "update", *hpa,
              namespace="default", name="web--east"),
-        Call(c, f, "await self.hub.delete(f\"{path}/{_md(child)['name']}\", uid=_md(child).get(\"uid\"))", "delete", *hpa,
+        Call(c, f, "await self.hub.delete(f\"{path}/{meta(child)['name']}\", uid=meta(child).get(\"uid\"))", "delete", *hpa,
              namespace="default", name="web--east"),
-        Call(c, f, 'await self.hub.replace(_path(lc, API_VERSION, HPA[2], ns, name, "status"), body, FIELD_MANAGER)',
+        Call(c, f, 'await self.hub.replace(hub_path(lc, API_VERSION, HPA[2], ns, name, "status"), body, FIELD_MANAGER)',
              "update", *hpa, "status", namespace="default", name="web"),
-        Call(c, f, 'await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, tmd["name"]),', "patch", *DEPLOY,
+        Call(c, f, 'await self.hub.patch(hub_path(lc, "apps/v1", "deployments", ns, tmd["name"]),', "patch", *DEPLOY,
              namespace="default", name="web"),
-        Call(c, f, 'await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, dn),', "patch", *DEPLOY,
+        Call(c, f, 'await self.hub.patch(hub_path(lc, "apps/v1", "deployments", ns, dn),', "patch", *DEPLOY,
              namespace="default", name="web"),
         Call(c, "kube/events.py", "await self.client.create(path, body)", "create", "", "events", namespace="default"),
         Call(c, "kube/events.py", 'await self.client.patch(f"{seen[0]}/{seen[1]}"', "patch", "", "events",
@@ -332,7 +332,7 @@ def _placement_decisions_calls() -> list[Call]:
         Call(c, f, "created = await self.hub.create(path, body, FIELD_MANAGER)", "create", *pds, namespace="default"),
         Call(c, f, 'updated = await self.hub.replace(f"{path}/{cmd[\'name\']}", new, FIELD_MANAGER)', "update", *pds,
              namespace="default", name="web-deployment-0"),
-        Call(c, f, 'await self.hub.delete(_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns, md.get("name") or ""), uid=',
+        Call(c, f, 'await self.hub.delete(hub_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns, md.get("name") or ""), uid=',
              "delete", *pds, namespace="default", name="web-deployment-0"),
     ]
     return out + _leader_calls(c, ids.PLACEMENT_DECISIONS_LEASE)

@@ -59,6 +59,7 @@ from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
+from ...kube.objects import meta
 from ...kube.workqueue import WorkQueue
 from ..placement import (
     ANNOTATION_POLICY,
@@ -91,9 +92,6 @@ COMPONENT = "fleetplane-cronjob-controller"
 NEXT_SCHEDULE_SLACK = 0.1
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict:
-    return (obj or {}).get("metadata") or {}
-
 
 def _path(lc: str, plural: str, ns: str = "", name: str = "", sub: str = "") -> str:
     return f"/clusters/{lc}" + api_path("batch/v1", plural, ns, name, sub)
@@ -115,12 +113,12 @@ def eligible_clusters(cronjob: Mapping[str, Any], fleet: list[ClusterInfo], now:
     one replica of its policy), and the engine's Decision (what ``placement explain`` shows; a
     policy that does not parse is a Decision with its ``error``)."""
     try:
-        policy = parse_policy((_md(cronjob).get("annotations") or {}).get(ANNOTATION_POLICY))
+        policy = parse_policy((meta(cronjob).get("annotations") or {}).get(ANNOTATION_POLICY))
     except PolicyError as err:
         return [], Decision(replicas=1, policy=DEFAULT_POLICY, error=f"invalid {ANNOTATION_POLICY}: {err}")
     template = (((cronjob.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}).get("template")
     decision = decide(1, policy, fleet, {}, requests=requests_of(template), now=now, options=options,
-                      seed=f"{_md(cronjob).get('namespace')}/{_md(cronjob).get('name')}")
+                      seed=f"{meta(cronjob).get('namespace')}/{meta(cronjob).get('name')}")
     return sorted(c.name for c in decision.clusters if c.status == "Selected"), decision
 
 
@@ -146,7 +144,7 @@ class CronJobController:
             return Informer(hub, path, on_change, name=name, key=key_of, missing_ok=True, wake=wake, indexers=indexers)
 
         def by_owner(job: dict) -> list[str]:
-            return [str(r["uid"]) for r in _md(job).get("ownerReferences") or []
+            return [str(r["uid"]) for r in meta(job).get("ownerReferences") or []
                     if r.get("controller") and r.get("kind") == "CronJob" and r.get("uid")]
 
         self.cronjobs = informer("/clusters/*/apis/batch/v1/cronjobs", self._on_cronjob, "cronjobs", self.batch_types)
@@ -184,10 +182,10 @@ class CronJobController:
 
     @staticmethod
     def _is_parent(obj: Mapping[str, Any] | None) -> bool:
-        return obj is not None and LABEL_CLUSTER not in (_md(obj).get("labels") or {})
+        return obj is not None and LABEL_CLUSTER not in (meta(obj).get("labels") or {})
 
     def _on_crd(self, key: Key, old: dict | None, new: dict | None) -> None:
-        if _md(new or old).get("name") in ("cronjobs.batch", "jobs.batch"):
+        if meta(new or old).get("name") in ("cronjobs.batch", "jobs.batch"):
             self.batch_types.set()
 
     def _on_cronjob(self, key: Key, old: dict | None, new: dict | None) -> None:
@@ -200,7 +198,7 @@ class CronJobController:
 
     def _on_job(self, key: Key, old: dict | None, new: dict | None) -> None:
         job = new or old or {}
-        for ref in _md(job).get("ownerReferences") or []:
+        for ref in meta(job).get("ownerReferences") or []:
             if ref.get("controller") and ref.get("kind") == "CronJob":
                 self.queue.add((key[0], key[1], str(ref.get("name"))))
 
@@ -228,16 +226,16 @@ class CronJobController:
         if cj is None or not self._is_parent(cj):
             return
         lc, ns, name = key
-        m, spec = _md(cj), cj.get("spec") or {}
+        m, spec = meta(cj), cj.get("spec") or {}
         now = time.time()
-        jobs = [j for j in self.jobs.by_index("owner", str(m.get("uid"))) if _md(j).get("namespace") == ns]
+        jobs = [j for j in self.jobs.by_index("owner", str(m.get("uid"))) if meta(j).get("namespace") == ns]
         fleet = {c.name: c for c in self.fleet(lc)}
         annotations = dict(m.get("annotations") or {})
         decision_doc: dict[str, Any] = _load(annotations.get(ANNOTATION_DECISION))
         used = {**{str(k): float(v) for k, v in (decision_doc.get("lastUsed") or {}).items()}, **self.last_used.get(key, {})}
         for j in jobs:
-            c = (_md(j).get("labels") or {}).get(LABEL_CLUSTER)
-            t = _time(_md(j).get("creationTimestamp"))
+            c = (meta(j).get("labels") or {}).get(LABEL_CLUSTER)
+            t = _time(meta(j).get("creationTimestamp"))
             if c and t is not None and t > used.get(c, -1.0):
                 used[c] = t
         policy = spec.get("concurrencyPolicy") or "Allow"
@@ -247,21 +245,21 @@ class CronJobController:
         # 2. lost Jobs
         lost: dict[str, str] = {}
         for j in jobs:
-            if job_finished(j) is not None or _md(j).get("deletionTimestamp"):
+            if job_finished(j) is not None or meta(j).get("deletionTimestamp"):
                 continue
-            cluster = (_md(j).get("labels") or {}).get(LABEL_CLUSTER) or ""
+            cluster = (meta(j).get("labels") or {}).get(LABEL_CLUSTER) or ""
             why, at = self._lost(fleet.get(cluster), now)
             if why is None:
                 if at is not None:
                     wake.append(at)
                 continue
-            lost[_md(j)["name"]] = f"{cluster}: {why}"
-            if ANNOTATION_LOST not in (_md(j).get("annotations") or {}):
-                self.events.event(cj, "Warning", "JobLost", f"Job {_md(j)['name']} lost with cluster {cluster} ({why})")
+            lost[meta(j)["name"]] = f"{cluster}: {why}"
+            if ANNOTATION_LOST not in (meta(j).get("annotations") or {}):
+                self.events.event(cj, "Warning", "JobLost", f"Job {meta(j)['name']} lost with cluster {cluster} ({why})")
                 await self._patch_job(lc, j, {"metadata": {"annotations": {ANNOTATION_LOST: f"{cluster} {_stamp(now)}"}}})
         rerun_after = annotations.get(ANNOTATION_RERUN)
-        by_name = {_md(j)["name"]: j for j in jobs}
-        retries = {(_md(j).get("annotations") or {}).get(ANNOTATION_RETRY_OF) for j in jobs}
+        by_name = {meta(j)["name"]: j for j in jobs}
+        retries = {(meta(j).get("annotations") or {}).get(ANNOTATION_RETRY_OF) for j in jobs}
         eligible, decision = eligible_clusters(cj, list(fleet.values()), now, opts)
         if decision.recheck_at:
             wake.append(decision.recheck_at)
@@ -299,7 +297,7 @@ class CronJobController:
 
         for jname in lost:
             job = by_name[jname]
-            scheduled = _time((_md(job).get("annotations") or {}).get("batch.kubernetes.io/cronjob-scheduled-timestamp")) or now
+            scheduled = _time((meta(job).get("annotations") or {}).get("batch.kubernetes.io/cronjob-scheduled-timestamp")) or now
             if policy == "Forbid":
                 if rerun_after != jname:
                     annotations[ANNOTATION_RERUN] = jname
@@ -311,7 +309,7 @@ class CronJobController:
             await start(_rerun_name(jname, by_name), scheduled, retry_of=jname)
         if policy == "Forbid" and rerun_after and rerun_after not in lost:
             old = by_name.get(rerun_after)
-            gone = old is None or bool(_md(old).get("deletionTimestamp"))  # deleted on the hub by someone
+            gone = old is None or bool(meta(old).get("deletionTimestamp"))  # deleted on the hub by someone
             if old is not None and not gone:
                 if job_finished(old) is not None:  # its cluster came back and finished it: nothing to rerun
                     annotations.pop(ANNOTATION_RERUN, None)
@@ -319,9 +317,9 @@ class CronJobController:
                     await self._delete_job(lc, cj, old)
                     gone = True
             if gone:
-                when = _time((_md(old).get("annotations") or {}).get(
+                when = _time((meta(old).get("annotations") or {}).get(
                     "batch.kubernetes.io/cronjob-scheduled-timestamp")) if old is not None else None
-                jobs = [j for j in jobs if _md(j)["name"] != rerun_after]
+                jobs = [j for j in jobs if meta(j)["name"] != rerun_after]
                 by_name.pop(rerun_after, None)
                 if rerun_after in retries or await start(_rerun_name(rerun_after, by_name), when or now,
                                                          retry_of=rerun_after):
@@ -332,7 +330,7 @@ class CronJobController:
         prev_active = {r.get("name") for r in status.get("active") or []}
         active = []
         for j in jobs:
-            jm = _md(j)
+            jm = meta(j)
             if jm.get("deletionTimestamp") or jm.get("name") not in by_name:
                 continue
             kind = job_finished(j)
@@ -397,7 +395,7 @@ class CronJobController:
         return None, since + self.opts.unhealthy_grace
 
     async def _patch_job(self, lc: str, job: dict, patch: dict) -> None:
-        jm = _md(job)
+        jm = meta(job)
         try:
             await self.hub.patch(_path(lc, "jobs", jm["namespace"], jm["name"]), patch, MERGE_PATCH, manager=FIELD_MANAGER)
         except ApiError as err:
@@ -405,7 +403,7 @@ class CronJobController:
                 raise
 
     async def _delete_job(self, lc: str, cj: dict, job: dict) -> None:
-        jm = _md(job)
+        jm = meta(job)
         try:
             await self.hub.delete(_path(lc, "jobs", jm["namespace"], jm["name"]), uid=jm.get("uid"))
         except ApiError as err:
@@ -415,7 +413,7 @@ class CronJobController:
         self.events.event(cj, "Normal", "SuccessfulDelete", f"Deleted job {jm['name']}")
 
     async def _write(self, lc: str, cj: dict, status: dict, annotations: dict, decision: dict) -> None:
-        m = _md(cj)
+        m = meta(cj)
         if not status.get("active"):
             status.pop("active", None)
         rv = m.get("resourceVersion")
@@ -425,7 +423,7 @@ class CronJobController:
                                            {"metadata": {"resourceVersion": rv},
                                             "status": {**{k: None for k in cj.get("status") or {}}, **status}},
                                            MERGE_PATCH, manager=FIELD_MANAGER)
-                rv = _md(out).get("resourceVersion")
+                rv = meta(out).get("resourceVersion")
             except ApiError as err:
                 if err.status == 404:
                     return
@@ -461,7 +459,7 @@ def _load(text: Any) -> dict[str, Any]:
 
 
 def _job_cluster(job: Mapping[str, Any] | None) -> str:
-    return str((_md(job).get("labels") or {}).get(LABEL_CLUSTER) or "")
+    return str((meta(job).get("labels") or {}).get(LABEL_CLUSTER) or "")
 
 
 def _rerun_name(name: str, taken: Mapping[str, Any]) -> str:

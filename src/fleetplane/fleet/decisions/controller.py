@@ -26,6 +26,7 @@ from ...kube.controller import Result, run_workers, stop_tasks
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
+from ...kube.objects import as_int, hub_path, meta
 from ...kube.workqueue import WorkQueue
 from . import LABEL_MANAGED_BY, MANAGED_BY
 from .crd import GROUP, PLURAL, VERSION
@@ -41,24 +42,12 @@ ParentKey = tuple[str, str, str, str]  # kind, logical cluster, namespace, name
 GVR = tuple[str, str]  # apiVersion, plural
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict:
-    return (obj or {}).get("metadata") or {}
 
-
-def _int(v: Any) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _path(lc: str, api_version: str, plural: str, ns: str = "", name: str = "") -> str:
-    return f"/clusters/{lc}" + api_path(api_version, plural, ns, name)
 
 
 def _relevant(obj: Mapping[str, Any] | None) -> Any:
     """What a parent's or child's PlacementDecisions depend on (not its status)."""
-    md = _md(obj)
+    md = meta(obj)
     return (md.get("uid"), md.get("labels"), md.get("annotations"), md.get("deletionTimestamp"),
             md.get("ownerReferences"), (obj or {}).get("spec", {}).get("replicas") if obj else None,
             (obj or {}).get("spec", {}).get("placement") if obj else None)
@@ -128,8 +117,8 @@ class DecisionPublisher:
                 self._index_child(key, new if new is not None else None, child_of)
             obj = new or old or {}
             for k in parent_kinds:
-                if LABEL_CLUSTER not in (_md(obj).get("labels") or {}) or (
-                        old is not None and LABEL_CLUSTER not in (_md(old).get("labels") or {})):
+                if LABEL_CLUSTER not in (meta(obj).get("labels") or {}) or (
+                        old is not None and LABEL_CLUSTER not in (meta(old).get("labels") or {})):
                     self.queue.add((k.kind, *key))
         return on_change
 
@@ -144,7 +133,7 @@ class DecisionPublisher:
             self.queue.add(prev[0])
         if obj is None:
             return
-        cluster = (_md(obj).get("labels") or {}).get(LABEL_CLUSTER)
+        cluster = (meta(obj).get("labels") or {}).get(LABEL_CLUSTER)
         ref = controller_ref(obj)
         if not cluster or ref is None or ref.get("kind") not in kinds:
             return
@@ -155,14 +144,14 @@ class DecisionPublisher:
 
     def _on_profile(self, key: Key, old: dict | None, new: dict | None) -> None:
         if old is not None and new is not None and \
-                _md(old).get("creationTimestamp") == _md(new).get("creationTimestamp"):
+                meta(old).get("creationTimestamp") == meta(new).get("creationTimestamp"):
             return  # a status or label change: which profile a name is stays the same
         lc = key[0]
         before = dict(self.refs.get(lc) or {})
         candidates: dict[str, list[tuple[str, str, str]]] = {}
         for (l2, ns, name), obj in self.profiles.cache.items():
             if l2 == lc:
-                candidates.setdefault(name, []).append((str(_md(obj).get("creationTimestamp") or ""), ns, name))
+                candidates.setdefault(name, []).append((str(meta(obj).get("creationTimestamp") or ""), ns, name))
         after = {c: min(v)[1:] for c, v in candidates.items()}
         if after == before:
             return
@@ -208,7 +197,7 @@ class DecisionPublisher:
 
     def _children(self, kind: SplitKind, pk: ParentKey, parent: dict) -> dict[str, dict]:
         cache = self.workloads[(kind.child_api_version, kind.child_plural)].cache
-        uid = _md(parent).get("uid")
+        uid = meta(parent).get("uid")
         out = {}
         for cluster, ck in (self.children.get(pk) or {}).items():
             child = cache.get(ck)
@@ -242,7 +231,7 @@ class DecisionPublisher:
         return None
 
     async def _write(self, lc: str, ns: str, body: dict, cur: dict | None) -> None:
-        path = _path(lc, f"{GROUP}/{VERSION}", PLURAL, ns)
+        path = hub_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns)
         if cur is None or (controller_ref(cur) or {}).get("uid") != body["metadata"]["ownerReferences"][0]["uid"]:
             if cur is not None:  # a slice of an earlier parent of this name: replaced
                 await self._delete(lc, ns, cur)
@@ -257,7 +246,7 @@ class DecisionPublisher:
             self.writes += 1
             self._remember(created)
             return
-        cmd = _md(cur)
+        cmd = meta(cur)
         labels, ann = cmd.get("labels") or {}, cmd.get("annotations") or {}
         bmd = body["metadata"]
         if (cur.get("decisions") == body["decisions"] and cur.get("schedulerName") == body["schedulerName"]
@@ -273,8 +262,8 @@ class DecisionPublisher:
         self._remember(updated)
 
     async def _delete(self, lc: str, ns: str, obj: dict) -> None:
-        md = _md(obj)
-        await self.hub.delete(_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns, md.get("name") or ""), uid=md.get("uid"))
+        md = meta(obj)
+        await self.hub.delete(hub_path(lc, f"{GROUP}/{VERSION}", PLURAL, ns, md.get("name") or ""), uid=md.get("uid"))
         self.writes += 1
 
     def _remember(self, obj: dict) -> None:
@@ -282,7 +271,7 @@ class DecisionPublisher:
         reconcile before that event does not write it again."""
         key = key_of(obj)
         cur = self.decisions.cache.get(key)
-        if cur is not None and _int(_md(cur).get("resourceVersion")) >= _int(_md(obj).get("resourceVersion")):
+        if cur is not None and as_int(meta(cur).get("resourceVersion")) >= as_int(meta(obj).get("resourceVersion")):
             return
         self.decisions.cache[key] = obj
         self._index_decision(key, obj)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...apimachinery.validation import is_label_value
+from ...kube.objects import as_int, meta
 from ..clusterdaemonset_crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 from ..hpas import ANNOTATION_HPA
 from ..placement import ANNOTATION_POLICY, Policy, PolicyError, parse_policy, policy_from_dict
@@ -78,15 +79,10 @@ def kind_of(name: str) -> SplitKind | None:
     return next((k for k in KINDS if k.kind == name), None)
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict:
-    return (obj or {}).get("metadata") or {}
 
-
-def _int(v: Any) -> int:
-    try:
-        return max(0, int(v))
-    except (TypeError, ValueError):
-        return 0
+def _count(v: Any) -> int:
+    """A non-negative count (0 when absent or malformed)."""
+    return max(0, as_int(v))
 
 
 def _hash(text: str, n: int = 10) -> str:
@@ -94,13 +90,13 @@ def _hash(text: str, n: int = 10) -> str:
 
 
 def controller_ref(obj: Mapping[str, Any]) -> dict | None:
-    return next((r for r in _md(obj).get("ownerReferences") or () if r.get("controller")), None)
+    return next((r for r in meta(obj).get("ownerReferences") or () if r.get("controller")), None)
 
 
 def is_parent(kind: SplitKind, obj: Mapping[str, Any]) -> bool:
     """The splitter's test (its ``reconcile``): not a child (no ``kcp.dev/cluster``), not being
     deleted, not controlled by another split parent."""
-    md = _md(obj)
+    md = meta(obj)
     if md.get("deletionTimestamp") or LABEL_CLUSTER in (md.get("labels") or {}):
         return False
     ref = controller_ref(obj)
@@ -108,7 +104,7 @@ def is_parent(kind: SplitKind, obj: Mapping[str, Any]) -> bool:
 
 
 def summary_of(parent: Mapping[str, Any]) -> dict | None:
-    raw = (_md(parent).get("annotations") or {}).get(ANNOTATION_DECISION)
+    raw = (meta(parent).get("annotations") or {}).get(ANNOTATION_DECISION)
     if not raw:
         return None
     try:
@@ -139,19 +135,19 @@ def placements(kind: SplitKind, parent: Mapping[str, Any], doc: Mapping[str, Any
     is still placed where its children are, and a summary without shares (an invalid policy: the
     splitter then keeps the children as they are) is the children."""
     shares = doc.get("shares")
-    live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
+    live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp")}
     if not isinstance(shares, dict):
         why = str(doc.get("error") or "no decision")
-        return {c: (_int((o.get("spec") or {}).get("replicas")), f"kept where it runs: {why}")
+        return {c: (_count((o.get("spec") or {}).get("replicas")), f"kept where it runs: {why}")
                 for c, o in live.items()}
     strategy = str(doc.get("strategy") or "")
-    requested = _int(doc.get("replicas"))
-    shares = {str(c): _int(n) for c, n in shares.items()}
+    requested = _count(doc.get("replicas"))
+    shares = {str(c): _count(n) for c, n in shares.items()}
     if requested == 0 and strategy != "Duplicate":
         filtered = doc.get("filtered") or {}
         shares = {c: 0 for c in live if c not in filtered}
-    if kind.kind == "Deployment" and (_md(parent).get("annotations") or {}).get(ANNOTATION_HPA):
-        shares = {c: _int((live[c].get("spec") or {}).get("replicas")) if c in live else n for c, n in shares.items()}
+    if kind.kind == "Deployment" and (meta(parent).get("annotations") or {}).get(ANNOTATION_HPA):
+        shares = {c: _count((live[c].get("spec") or {}).get("replicas")) if c in live else n for c, n in shares.items()}
     held = doc.get("held") or {}
     limits = doc.get("limits") or {}
     full = doc.get("full") or {}
@@ -204,7 +200,7 @@ def desired(kind: SplitKind, parent: Mapping[str, Any] | None, children: Mapping
     doc = summary_of(parent)
     if doc is None:
         return []
-    md = _md(parent)
+    md = meta(parent)
     name, ns = str(md.get("name") or ""), str(md.get("namespace") or "")
     chosen = [(c, n, why) for c, (n, why) in sorted(placements(kind, parent, doc, children).items()) if c in profiles]
     slices = [chosen[i:i + MAX_DECISIONS] for i in range(0, len(chosen), MAX_DECISIONS)] or [[]]

@@ -36,12 +36,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...apimachinery.metatime import now_rfc3339
-from ...kube.client import MERGE_PATCH, ApiError, Client, api_path
+from ...kube.client import MERGE_PATCH, ApiError, Client
 from ...kube.controller import Result, run_workers, stop_tasks
 from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
+from ...kube.objects import as_int, hub_path, meta
 from ...kube.workqueue import WorkQueue
 from . import ANNOTATION_HPA
 from .options import HPAControllerOptions
@@ -66,23 +67,11 @@ def child_hpa_name(hpa: str, cluster: str) -> str:
     return f"{hpa}--{cluster}"
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict:
-    return (obj or {}).get("metadata") or {}
 
-
-def _int(v: Any) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _path(lc: str, api_version: str, plural: str, ns: str = "", name: str = "", sub: str = "") -> str:
-    return f"/clusters/{lc}" + api_path(api_version, plural, ns, name, sub)
 
 
 def _is_child(obj: Mapping[str, Any]) -> bool:
-    return LABEL_CLUSTER in (_md(obj).get("labels") or {})
+    return LABEL_CLUSTER in (meta(obj).get("labels") or {})
 
 
 def hub_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,7 +99,7 @@ def set_condition(conditions: list[dict], ctype: str, status: str, reason: str, 
 def aggregate_metrics(children: list[dict]) -> list[dict]:
     """The children's currentMetrics, metric by metric (by position), averaged weighted by each
     child's currentReplicas: averageUtilization (rounded down, as kube's) and averageValue when all have one."""
-    weighted = [(max(1, _int((c.get("status") or {}).get("currentReplicas"))), (c.get("status") or {}).get("currentMetrics") or [])
+    weighted = [(max(1, as_int((c.get("status") or {}).get("currentReplicas"))), (c.get("status") or {}).get("currentMetrics") or [])
                 for c in children]
     weighted = [(w, ms) for w, ms in weighted if ms]
     if not weighted:
@@ -174,7 +163,7 @@ class HPAController:
     def _on_hpa(self, key: Key, old: dict | None, new: dict | None) -> None:
         obj = new or old or {}
         if _is_child(obj):
-            parent = next((r for r in _md(obj).get("ownerReferences") or () if r.get("kind") == KIND and r.get("controller")), None)
+            parent = next((r for r in meta(obj).get("ownerReferences") or () if r.get("kind") == KIND and r.get("controller")), None)
             if parent is not None:
                 self.queue.add((key[0], key[1], parent.get("name") or ""))
             return
@@ -190,7 +179,7 @@ class HPAController:
     def _on_deployment(self, key: Key, old: dict | None, new: dict | None) -> None:
         obj = new or old or {}
         if _is_child(obj):
-            owner = next((r for r in _md(obj).get("ownerReferences") or () if r.get("controller")), None)
+            owner = next((r for r in meta(obj).get("ownerReferences") or () if r.get("controller")), None)
             if owner is None:
                 return
             key = (key[0], key[1], owner.get("name") or "")
@@ -213,21 +202,21 @@ class HPAController:
         out = {}
         for (l2, n2, _), h in self.hpas.cache.items():
             if l2 == lc and n2 == ns and _is_child(h) and any(
-                    r.get("uid") == uid and r.get("controller") for r in _md(h).get("ownerReferences") or ()):
-                out[_md(h)["labels"][LABEL_CLUSTER]] = h
+                    r.get("uid") == uid and r.get("controller") for r in meta(h).get("ownerReferences") or ()):
+                out[meta(h)["labels"][LABEL_CLUSTER]] = h
         return out
 
     async def _reconcile(self, key: Key) -> None:
         lc, ns, name = key
         hpa = self.hpas.cache.get(key)
-        if hpa is None or _is_child(hpa) or _md(hpa).get("deletionTimestamp"):
+        if hpa is None or _is_child(hpa) or meta(hpa).get("deletionTimestamp"):
             if hpa is None:
                 await self._cleanup(key)
             return
-        md, spec = _md(hpa), hpa.get("spec") or {}
+        md, spec = meta(hpa), hpa.get("spec") or {}
         defaults = hub_defaults(spec)
         if defaults:
-            await self.hub.patch(_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}, MERGE_PATCH, FIELD_MANAGER)
+            await self.hub.patch(hub_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}, MERGE_PATCH, FIELD_MANAGER)
             return  # its update brings it back
         ref = spec.get("scaleTargetRef") or {}
         children_hpas = self._children_hpas(key, md.get("uid"))
@@ -241,10 +230,10 @@ class HPAController:
             await self._fail(hpa, children_hpas, conditions, "FailedGetScale",
                              f'deployments.apps "{ref.get("name")}" not found', able=True)
             return
-        tmd = _md(target)
-        children = {_md(d)["labels"][LABEL_CLUSTER]: d for (l2, n2, _), d in self.deployments.cache.items()
-                    if l2 == lc and n2 == ns and _is_child(d) and not _md(d).get("deletionTimestamp")
-                    and any(r.get("uid") == tmd.get("uid") and r.get("controller") for r in _md(d).get("ownerReferences") or ())}
+        tmd = meta(target)
+        children = {meta(d)["labels"][LABEL_CLUSTER]: d for (l2, n2, _), d in self.deployments.cache.items()
+                    if l2 == lc and n2 == ns and _is_child(d) and not meta(d).get("deletionTimestamp")
+                    and any(r.get("uid") == tmd.get("uid") and r.get("controller") for r in meta(d).get("ownerReferences") or ())}
         if _is_child(target) or not children:
             why = (f"Deployment {ref.get('name')} runs in cluster {(tmd.get('labels') or {}).get(LABEL_CLUSTER)} only: it is "
                    "a child of a split Deployment" if _is_child(target) else
@@ -252,30 +241,30 @@ class HPAController:
             await self._fail(hpa, children_hpas, conditions, "TargetNotSplit", why)
             return
         if (tmd.get("annotations") or {}).get(ANNOTATION_HPA) != name:
-            await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, tmd["name"]),
+            await self.hub.patch(hub_path(lc, "apps/v1", "deployments", ns, tmd["name"]),
                                  {"metadata": {"annotations": {ANNOTATION_HPA: name}}}, MERGE_PATCH, FIELD_MANAGER)
         await self._sync_children(hpa, children, children_hpas)
-        total = sum(max(0, _int((d.get("spec") or {}).get("replicas"))) for d in children.values())
-        if _int((target.get("spec") or {}).get("replicas")) != total:
-            await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, tmd["name"]),
+        total = sum(max(0, as_int((d.get("spec") or {}).get("replicas"))) for d in children.values())
+        if as_int((target.get("spec") or {}).get("replicas")) != total:
+            await self.hub.patch(hub_path(lc, "apps/v1", "deployments", ns, tmd["name"]),
                                  {"spec": {"replicas": total}}, MERGE_PATCH, FIELD_MANAGER)
         await self._write_status(hpa, children, self._children_hpas(key, md.get("uid")), conditions)
 
     async def _sync_children(self, hpa: dict, children: dict[str, dict], existing: dict[str, dict]) -> None:
         """Create, update and delete the child HPAs (one request each, all at once)."""
-        md, spec = _md(hpa), hpa.get("spec") or {}
+        md, spec = meta(hpa), hpa.get("spec") or {}
         lc, ns, name = key_of(hpa)
-        mn, mx = max(1, _int(spec.get("minReplicas") or 1)), max(1, _int(spec.get("maxReplicas")))
+        mn, mx = max(1, as_int(spec.get("minReplicas") or 1)), max(1, as_int(spec.get("maxReplicas")))
         split_for = json.dumps({"min": mn, "max": mx, "clusters": sorted(children)}, separators=(",", ":"))
-        weights = {c: max(0, _int((d.get("spec") or {}).get("replicas"))) for c, d in children.items()}
+        weights = {c: max(0, as_int((d.get("spec") or {}).get("replicas"))) for c, d in children.items()}
         bounds = split_bounds(mn, mx, weights)
-        path = _path(lc, API_VERSION, HPA[2], ns)
+        path = hub_path(lc, API_VERSION, HPA[2], ns)
         ops: list[Any] = []
         for c, d in sorted(children.items()):
             have = existing.get(c)
             cspec = {k: v for k, v in spec.items() if k not in ("minReplicas", "maxReplicas")}
-            cspec["scaleTargetRef"] = {**(spec.get("scaleTargetRef") or {}), "name": _md(d)["name"]}
-            hann = _md(have).get("annotations") or {}
+            cspec["scaleTargetRef"] = {**(spec.get("scaleTargetRef") or {}), "name": meta(d)["name"]}
+            hann = meta(have).get("annotations") or {}
             if have is not None and hann.get(ANNOTATION_SPLIT) == split_for:
                 cspec["minReplicas"] = (have.get("spec") or {}).get("minReplicas")
                 cspec["maxReplicas"] = (have.get("spec") or {}).get("maxReplicas")
@@ -295,7 +284,7 @@ class HPAController:
                 new["spec"] = cspec
                 new["metadata"]["annotations"] = {**hann, ANNOTATION_SPLIT: split_for}
                 new.pop("status", None)
-                ops.append(self.hub.replace(f"{path}/{_md(have)['name']}", new, FIELD_MANAGER))
+                ops.append(self.hub.replace(f"{path}/{meta(have)['name']}", new, FIELD_MANAGER))
         for c, h in existing.items():
             if c not in children:
                 ops.append(self._delete(hpa, path, h, c))
@@ -318,25 +307,25 @@ class HPAController:
 
     async def _delete(self, hpa: dict | None, path: str, child: dict, cluster: str) -> None:
         try:
-            await self.hub.delete(f"{path}/{_md(child)['name']}", uid=_md(child).get("uid"))
+            await self.hub.delete(f"{path}/{meta(child)['name']}", uid=meta(child).get("uid"))
         except ApiError as err:
             if err.status not in (404, 409):
                 raise
             return
         if hpa is not None:
-            self.events.event(_typed(hpa), "Normal", "SuccessfulDelete", f"Deleted {_md(child)['name']} from cluster {cluster}")
+            self.events.event(_typed(hpa), "Normal", "SuccessfulDelete", f"Deleted {meta(child)['name']} from cluster {cluster}")
 
     async def _cleanup(self, key: Key) -> None:
         """A parent HPA gone: its children go, and its target is no longer marked."""
         lc, ns, name = key
-        path = _path(lc, API_VERSION, HPA[2], ns)
+        path = hub_path(lc, API_VERSION, HPA[2], ns)
         for (l2, n2, _), h in list(self.hpas.cache.items()):
-            if l2 == lc and n2 == ns and _is_child(h) and (_md(h).get("labels") or {}).get(LABEL_OWNED_BY) == name:
-                await self._delete(None, path, h, _md(h)["labels"][LABEL_CLUSTER])
+            if l2 == lc and n2 == ns and _is_child(h) and (meta(h).get("labels") or {}).get(LABEL_OWNED_BY) == name:
+                await self._delete(None, path, h, meta(h)["labels"][LABEL_CLUSTER])
         for (l2, n2, dn), d in list(self.deployments.cache.items()):
-            if l2 == lc and n2 == ns and not _is_child(d) and (_md(d).get("annotations") or {}).get(ANNOTATION_HPA) == name:
+            if l2 == lc and n2 == ns and not _is_child(d) and (meta(d).get("annotations") or {}).get(ANNOTATION_HPA) == name:
                 try:
-                    await self.hub.patch(_path(lc, "apps/v1", "deployments", ns, dn),
+                    await self.hub.patch(hub_path(lc, "apps/v1", "deployments", ns, dn),
                                          {"metadata": {"annotations": {ANNOTATION_HPA: None}}}, MERGE_PATCH, FIELD_MANAGER)
                 except ApiError as err:
                     if err.status != 404:
@@ -349,7 +338,7 @@ class HPAController:
         """The target cannot be autoscaled across the fleet: say why (condition and Event), no children."""
         lc, ns, _ = key_of(hpa)
         for c, h in children_hpas.items():
-            await self._delete(hpa, _path(lc, API_VERSION, HPA[2], ns), h, c)
+            await self._delete(hpa, hub_path(lc, API_VERSION, HPA[2], ns), h, c)
         old = next((c for c in conditions if c.get("type") == "ScalingActive"), {})
         if old.get("reason") != reason or old.get("status") != "False":
             self.events.event(_typed(hpa), "Warning", reason, message)
@@ -365,10 +354,10 @@ class HPAController:
     async def _write_status(self, hpa: dict, children: dict[str, dict], hpas: dict[str, dict], conditions: list[dict]) -> None:
         kids = [hpas[c] for c in sorted(hpas) if c in children]
         status: dict[str, Any] = {
-            "currentReplicas": sum(_int((h.get("status") or {}).get("currentReplicas")) for h in kids),
-            "desiredReplicas": sum(_int((h.get("status") or {}).get("desiredReplicas")) for h in kids)}
-        if _md(hpa).get("generation") is not None:
-            status["observedGeneration"] = _md(hpa)["generation"]
+            "currentReplicas": sum(as_int((h.get("status") or {}).get("currentReplicas")) for h in kids),
+            "desiredReplicas": sum(as_int((h.get("status") or {}).get("desiredReplicas")) for h in kids)}
+        if meta(hpa).get("generation") is not None:
+            status["observedGeneration"] = meta(hpa)["generation"]
         times = [t for h in kids if (t := (h.get("status") or {}).get("lastScaleTime"))]
         if times:
             status["lastScaleTime"] = max(times)
@@ -390,4 +379,4 @@ class HPAController:
         lc, ns, name = key_of(hpa)
         body = json.loads(json.dumps(_typed(hpa)))
         body["status"] = status
-        await self.hub.replace(_path(lc, API_VERSION, HPA[2], ns, name, "status"), body, FIELD_MANAGER)
+        await self.hub.replace(hub_path(lc, API_VERSION, HPA[2], ns, name, "status"), body, FIELD_MANAGER)

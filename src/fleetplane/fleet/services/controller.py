@@ -53,6 +53,7 @@ from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
+from ...kube.objects import as_int, meta
 from ...kube.workqueue import WorkQueue
 from ..placement import ANNOTATION_POLICY, ClusterInfo, Options, PolicyError, decide, parse_policy
 from .options import ServiceControllerOptions
@@ -85,15 +86,6 @@ def child_name(parent: str, cluster: str) -> str:
     return f"{parent}--{cluster}"
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict[str, Any]:
-    return (obj or {}).get("metadata") or {}
-
-
-def _int(v: Any) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return 0
 
 
 def child_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,13 +112,13 @@ class Placement:
 def _workload_reason(kind: str, obj: Mapping[str, Any]) -> str | None:
     """Why ``obj`` (a workload assigned to a cluster) makes its cluster run the Service's
     backends, or None when it runs nothing there."""
-    md = _md(obj)
+    md = meta(obj)
     if md.get("deletionTimestamp"):
         return None
     spec = obj.get("spec") or {}
     if kind == "DaemonSet":
         return f"DaemonSet {md.get('name')} runs there"
-    replicas = _int(spec.get("replicas")) if spec.get("replicas") is not None else 1
+    replicas = as_int(spec.get("replicas")) if spec.get("replicas") is not None else 1
     if replicas <= 0:
         return None
     return f"{kind} {md.get('name')} runs {replicas} replica{'s' if replicas != 1 else ''} there"
@@ -138,7 +130,7 @@ def wanted_clusters(service: Mapping[str, Any], workloads: Iterable[tuple[str, M
     """The clusters ``service`` goes to (see the module docstring). ``workloads``: (kind, object)
     of the workloads in its logical cluster and namespace; ``fleet``: its logical cluster's
     ClusterProfiles; ``current``: the clusters it has children in."""
-    md = _md(service)
+    md = meta(service)
     text = (md.get("annotations") or {}).get(ANNOTATION_POLICY)
     if text:
         try:
@@ -161,9 +153,9 @@ def wanted_clusters(service: Mapping[str, Any], workloads: Iterable[tuple[str, M
                                                 "it goes to no cluster"))
     chosen: dict[str, str] = {}
     for kind, obj in workloads:
-        wmd = _md(obj)
+        wmd = meta(obj)
         cluster = (wmd.get("labels") or {}).get(LABEL_CLUSTER)
-        template_labels = _md((obj.get("spec") or {}).get("template")).get("labels") or {}
+        template_labels = meta((obj.get("spec") or {}).get("template")).get("labels") or {}
         if not cluster or not selector_matches({"matchLabels": selector}, template_labels):
             continue
         reason = _workload_reason(kind, obj)
@@ -253,10 +245,10 @@ class ServiceController:
 
     def _parents_in(self, lc: str, ns: str | None = None) -> list[Key]:
         return [k for k, o in list(self.services.cache.items())
-                if k[0] == lc and (ns is None or k[1] == ns) and LABEL_CLUSTER not in (_md(o).get("labels") or {})]
+                if k[0] == lc and (ns is None or k[1] == ns) and LABEL_CLUSTER not in (meta(o).get("labels") or {})]
 
     def _on_crd(self, key: Key, old: dict | None, new: dict | None) -> None:
-        name = _md(new or old).get("name") or ""
+        name = meta(new or old).get("name") or ""
         if name == SERVICES_CRD or name in {f"{p}.{g}" for g, _, p, _ in WORKLOADS}:
             self.type_changed.set()
             if new is not None and old is None:
@@ -264,7 +256,7 @@ class ServiceController:
                     self.queue.add(pk)
 
     def _on_namespace(self, key: Key, old: dict | None, new: dict | None) -> None:
-        if (_md(old).get("labels") or {}) != (_md(new).get("labels") or {}):
+        if (meta(old).get("labels") or {}) != (meta(new).get("labels") or {}):
             for (plc, pns, pname), obj in list(self.profiles.cache.items()):
                 if plc == key[0] and pns == key[2]:
                     self._on_profile((plc, pns, pname), obj, obj)
@@ -277,23 +269,23 @@ class ServiceController:
         if new is None:
             fleet.by_key.pop((ns, name), None)
         else:
-            ns_labels = _md(self.namespaces.cache.get((lc, "", ns))).get("labels") or {}
+            ns_labels = meta(self.namespaces.cache.get((lc, "", ns))).get("labels") or {}
             ci = ClusterInfo.from_profile(new, ns_labels)
             prev = fleet.by_key.get((ns, name))
             if prev is not None and prev.fingerprint() == ci.fingerprint() and prev.created == ci.created:
                 return
             fleet.by_key[(ns, name)] = ci
         for pk in self._parents_in(lc):
-            if (_md(self.services.cache.get(pk)).get("annotations") or {}).get(ANNOTATION_POLICY):
+            if (meta(self.services.cache.get(pk)).get("annotations") or {}).get(ANNOTATION_POLICY):
                 self.queue.add(pk)
 
     def _workload_handler(self, kind: str) -> Any:
         def handle(key: Key, old: dict | None, new: dict | None) -> None:
             def where(o: dict | None) -> Any:
-                return None if o is None else ((_md(o).get("labels") or {}).get(LABEL_CLUSTER),
-                                               _md((o.get("spec") or {}).get("template")).get("labels"),
+                return None if o is None else ((meta(o).get("labels") or {}).get(LABEL_CLUSTER),
+                                               meta((o.get("spec") or {}).get("template")).get("labels"),
                                                _workload_reason(kind, o))
-            if where(old) == where(new) or (LABEL_CLUSTER not in (_md(new or old).get("labels") or {})):
+            if where(old) == where(new) or (LABEL_CLUSTER not in (meta(new or old).get("labels") or {})):
                 return
             for pk in self._parents_in(key[0], key[1]):
                 self.queue.add(pk)
@@ -301,7 +293,7 @@ class ServiceController:
 
     def _on_service(self, key: Key, old: dict | None, new: dict | None) -> None:
         obj = new or old or {}
-        if LABEL_CLUSTER in (_md(obj).get("labels") or {}) or (old is not None and LABEL_CLUSTER in (_md(old).get("labels") or {})):
+        if LABEL_CLUSTER in (meta(obj).get("labels") or {}) or (old is not None and LABEL_CLUSTER in (meta(old).get("labels") or {})):
             before = self._child_owner.get(key)
             self._index_child(key, new)
             for owner in {before, self._child_owner.get(key)}:
@@ -316,7 +308,7 @@ class ServiceController:
 
     @staticmethod
     def _relevant(obj: dict) -> Any:
-        md = _md(obj)
+        md = meta(obj)
         ann = {k: v for k, v in (md.get("annotations") or {}).items() if k not in (ANNOTATION_DECISION, "fleetplane.io/sync-state")}
         return md.get("uid"), md.get("labels"), ann, md.get("deletionTimestamp"), obj.get("spec")
 
@@ -329,7 +321,7 @@ class ServiceController:
                     del kids[c]
         if obj is None:
             return
-        md = _md(obj)
+        md = meta(obj)
         cluster = (md.get("labels") or {}).get(LABEL_CLUSTER)
         ref = next((r for r in md.get("ownerReferences") or () if r.get("controller") and r.get("kind") == "Service"), None)
         if not cluster or ref is None:
@@ -342,7 +334,7 @@ class ServiceController:
         """A child just written, into the cache and index (its watch event follows)."""
         key = key_of(obj)
         cur = self.services.cache.get(key)
-        if cur is not None and _int(_md(cur).get("resourceVersion")) >= _int(_md(obj).get("resourceVersion")):
+        if cur is not None and as_int(meta(cur).get("resourceVersion")) >= as_int(meta(obj).get("resourceVersion")):
             return
         self.services.cache[key] = obj
         self._index_child(key, obj)
@@ -354,18 +346,18 @@ class ServiceController:
                 if k[0] == lc and k[1] == ns]
 
     def children_of(self, key: Key, parent: dict) -> dict[str, dict]:
-        uid = _md(parent).get("uid")
+        uid = meta(parent).get("uid")
         out = {}
         for cluster, ck in (self.children.get(key) or {}).items():
             obj = self.services.cache.get(ck)
-            if obj is not None and any(r.get("uid") == uid and r.get("controller") for r in _md(obj).get("ownerReferences") or ()):
+            if obj is not None and any(r.get("uid") == uid and r.get("controller") for r in meta(obj).get("ownerReferences") or ()):
                 out[cluster] = obj
         return out
 
     async def reconcile(self, key: Key) -> None:
         self.reconciles += 1
         parent = self.services.cache.get(key)
-        md = _md(parent)
+        md = meta(parent)
         if parent is None or md.get("deletionTimestamp") or LABEL_CLUSTER in (md.get("labels") or {}):
             return  # children go with the parent (garbage collection by ownerReference)
         await _Reconcile(self, key, parent).run()
@@ -375,7 +367,7 @@ class _Reconcile:
     def __init__(self, sc: ServiceController, key: Key, parent: dict) -> None:
         self.sc, self.key, self.parent = sc, key, parent
         self.lc, self.ns, self.name = key
-        self.md = _md(parent)
+        self.md = meta(parent)
         self.path = f"/clusters/{self.lc}" + api_path("v1", "services", self.ns)
 
     async def run(self) -> None:
@@ -434,7 +426,7 @@ class _Reconcile:
             sc.events.event(self.parent, "Normal", "SuccessfulCreate",
                             f"Created service {want['metadata']['name']} in cluster {cluster}")
             return created
-        cmd = _md(child)
+        cmd = meta(child)
         labels, ann = cmd.get("labels") or {}, cmd.get("annotations") or {}
         if (child_spec(child.get("spec") or {}) == want["spec"]
                 and all(labels.get(k) == v for k, v in want["metadata"]["labels"].items())
@@ -455,7 +447,7 @@ class _Reconcile:
         return updated
 
     async def _delete(self, child: dict, cluster: str) -> None:
-        cmd = _md(child)
+        cmd = meta(child)
         with contextlib.suppress(ApiError):
             await self.sc.hub.delete(f"{self.path}/{cmd['name']}", uid=cmd.get("uid"))
             self.sc.events.event(self.parent, "Normal", "SuccessfulDelete",
@@ -469,11 +461,11 @@ class _Reconcile:
             got = _ingress(children[c])
             for i in got:
                 ingress.setdefault(_ingress_key(i), i)
-            per_cluster[c] = {"child": _md(children[c]).get("name"), "reason": wanted.get(c, "leaving"),
+            per_cluster[c] = {"child": meta(children[c]).get("name"), "reason": wanted.get(c, "leaving"),
                               "ingress": [i.get("ip") or i.get("hostname") for i in got]}
         prev = self.parent.get("status") or {}
         prev_cond = next((x for x in prev.get("conditions") or [] if x.get("type") == CONDITION), None)
-        generation = _int(self.md.get("generation"))
+        generation = as_int(self.md.get("generation"))
         if placement.problem is not None:
             cond = _condition("False", placement.problem[0], placement.problem[1], prev_cond, generation)
         elif conflicts:

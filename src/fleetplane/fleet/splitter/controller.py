@@ -55,6 +55,7 @@ from ...kube.events import EventRecorder
 from ...kube.informer import ClusterKey as Key
 from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
+from ...kube.objects import as_int, meta
 from ...kube.workqueue import WorkQueue
 from ..hpas import ANNOTATION_HPA
 from ..placement import (
@@ -108,9 +109,6 @@ def _path(lc: str, group: str, version: str, plural: str, ns: str = "", name: st
     return f"/clusters/{lc}" + api_path(f"{group}/{version}" if group else version, plural, ns, name, sub)
 
 
-def _md(obj: Mapping[str, Any] | None) -> dict:
-    return (obj or {}).get("metadata") or {}
-
 
 def _hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -119,12 +117,6 @@ def _hash(value: Any) -> str:
 def _clock(t: float) -> str:
     return time.strftime("%H:%M:%SZ", time.gmtime(t))
 
-
-def _int(v: Any, default: int = 0) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
 
 
 @dataclass
@@ -231,7 +223,7 @@ class Splitter:
     # -- events from the informers ------------------------------------------------------------
 
     def _on_crd(self, key: Key, old: dict | None, new: dict | None) -> None:
-        name = _md(new or old).get("name") or ""
+        name = meta(new or old).get("name") or ""
         for k, wake in self.type_changed.items():
             if name != KINDS[k].crd_name:
                 continue
@@ -243,7 +235,7 @@ class Splitter:
                         self.queue.add(pk)
 
     def _on_namespace(self, key: Key, old: dict | None, new: dict | None) -> None:
-        if (_md(old).get("labels") or {}) == (_md(new).get("labels") or {}):
+        if (meta(old).get("labels") or {}) == (meta(new).get("labels") or {}):
             return
         lc = key[0]
         ns = key[2]
@@ -253,7 +245,7 @@ class Splitter:
 
     def _namespace_labels(self, lc: str, ns: str) -> dict[str, str]:
         obj = self.namespaces.cache.get((lc, "", ns))
-        return _md(obj).get("labels") or {}
+        return meta(obj).get("labels") or {}
 
     def _on_profile(self, key: Key, old: dict | None, new: dict | None) -> None:
         lc, ns, name = key
@@ -283,9 +275,9 @@ class Splitter:
 
     def _on_object(self, wk: WorkloadKind, key: Key, old: dict | None, new: dict | None) -> None:
         obj = new or old or {}
-        labels = _md(obj).get("labels") or {}
+        labels = meta(obj).get("labels") or {}
         lc, ns, name = key
-        if LABEL_CLUSTER in labels or (old is not None and LABEL_CLUSTER in (_md(old).get("labels") or {})):
+        if LABEL_CLUSTER in labels or (old is not None and LABEL_CLUSTER in (meta(old).get("labels") or {})):
             before = self._child_owner.get((wk.kind, key))
             self._index_child(wk.kind, key, new)
             for owner in {before, self._child_owner.get((wk.kind, key))}:
@@ -294,7 +286,7 @@ class Splitter:
             if LABEL_CLUSTER in labels:
                 return
         pk: ParentKey = (wk.kind, lc, ns, name)
-        controlled = any(r.get("controller") and wk.owns(r) for r in _md(obj).get("ownerReferences") or ())
+        controlled = any(r.get("controller") and wk.owns(r) for r in meta(obj).get("ownerReferences") or ())
         if new is None or LABEL_CLUSTER in labels or controlled:
             self.parents.get(lc, set()).discard(pk)
             self.forget(pk)
@@ -344,7 +336,7 @@ class Splitter:
 
     @staticmethod
     def _relevant(obj: dict) -> Any:
-        md = _md(obj)
+        md = meta(obj)
         ann = {k: v for k, v in (md.get("annotations") or {}).items() if k != ANNOTATION_DECISION}
         return (md.get("uid"), md.get("generation"), md.get("labels"), ann, md.get("deletionTimestamp"),
                 obj.get("spec"))
@@ -354,7 +346,7 @@ class Splitter:
         key = key_of(obj)
         cache = self.workloads[kind].cache
         cur = cache.get(key)
-        if cur is not None and _int(_md(cur).get("resourceVersion")) >= _int(_md(obj).get("resourceVersion")):
+        if cur is not None and as_int(meta(cur).get("resourceVersion")) >= as_int(meta(obj).get("resourceVersion")):
             return
         cache[key] = obj
         self._index_child(kind, key, obj)
@@ -371,7 +363,7 @@ class Splitter:
                     self.children.pop(prev, None)
         if obj is None:
             return
-        md = _md(obj)
+        md = meta(obj)
         cluster = (md.get("labels") or {}).get(LABEL_CLUSTER)
         ref = next((r for r in md.get("ownerReferences") or () if r.get("controller")), None)
         if not cluster or ref is None or not KINDS[kind].owns(ref):
@@ -389,7 +381,7 @@ class Splitter:
         self.reconciles += 1
         kind, lc, ns, name = key
         parent = self.parent_cache(kind).get((lc, ns, name))
-        md = _md(parent)
+        md = meta(parent)
         if parent is None or md.get("deletionTimestamp") or (kind in APPS_KINDS and (
                 LABEL_CLUSTER in (md.get("labels") or {})
                 or any(r.get("controller") and KINDS[kind].owns(r) for r in md.get("ownerReferences") or ()))):
@@ -403,7 +395,7 @@ class Splitter:
 
     def _load_limits(self, s: _Parent, parent: dict) -> None:
         """Limits survive a restart in the decision annotation."""
-        raw = (_md(parent).get("annotations") or {}).get(ANNOTATION_DECISION)
+        raw = (meta(parent).get("annotations") or {}).get(ANNOTATION_DECISION)
         if not raw:
             return
         with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
@@ -421,7 +413,7 @@ class Splitter:
     def children_of(self, key: ParentKey, parent: dict) -> tuple[dict[str, dict], list[str]]:
         """The children this parent controls (cluster -> object), and clusters whose child name is
         taken by an object it does not control."""
-        uid = _md(parent).get("uid")
+        uid = meta(parent).get("uid")
         lc, ns, name = key[1], key[2], key[3]
         cache = self.workloads[KINDS[key[0]].child_kind].cache
         out: dict[str, dict] = {}
@@ -429,7 +421,7 @@ class Splitter:
             obj = cache.get(ck)
             if obj is None:
                 continue
-            refs = _md(obj).get("ownerReferences") or ()
+            refs = meta(obj).get("ownerReferences") or ()
             if any(r.get("uid") == uid and r.get("controller") for r in refs):
                 out[cluster] = obj
         conflicts = []
@@ -438,7 +430,7 @@ class Splitter:
                 continue
             other = cache.get((lc, ns, child_name(name, ci.name)))
             if other is not None:
-                refs = _md(other).get("ownerReferences") or ()
+                refs = meta(other).get("ownerReferences") or ()
                 if not any(r.get("uid") == uid for r in refs):
                     conflicts.append(ci.name)
         return out, conflicts
@@ -451,9 +443,9 @@ class _Reconcile:
         self.sp, self.key, self.parent, self.s = sp, key, parent, s
         self.kind, self.lc, self.ns, self.name = key
         self.wk = KINDS[self.kind]
-        self.md = _md(parent)
+        self.md = meta(parent)
         self.spec = parent.get("spec") or {}
-        self.generation = _int(self.md.get("generation"), 1)
+        self.generation = as_int(self.md.get("generation"), 1)
         self.now = time.time()
         self.opts = sp.opts
         self.requeue: list[float] = []
@@ -468,7 +460,7 @@ class _Reconcile:
         sp, s, wk = self.sp, self.s, self.wk
         fleet = sp.fleet(self.lc)
         children, conflicts = sp.children_of(self.key, self.parent)
-        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp")}
+        live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp")}
         current = {c: wk.child.units(o) for c, o in live.items()}
         template = self.spec.get("template")
         requested = wk.requested(self.spec)
@@ -527,15 +519,15 @@ class _Reconcile:
             base = wk.first_ordinal(self.spec)
             p = ordinals.plan(target, {c: ordinals.OrdinalView(
                 wk.child_start(o) - base, wk.units(o),
-                c not in parts.uncounted and wk.ready(o), bool(_md(o).get("deletionTimestamp")))
+                c not in parts.uncounted and wk.ready(o), bool(meta(o).get("deletionTimestamp")))
                 for c, o in children.items() if c not in parts.frozen}, requested)
         else:
             views = {c: ChildView(wk.child.units(o), 0 if c in parts.uncounted else wk.child.available(o),
-                                  bool(_md(o).get("deletionTimestamp")))
+                                  bool(meta(o).get("deletionTimestamp")))
                      for c, o in children.items() if c not in parts.frozen}
             p = plan(target, views, requested if wk.split else 0)
         children = await self._apply(children, p, template)
-        live = {c: o for c, o in children.items() if not _md(o).get("deletionTimestamp") and c not in parts.frozen}
+        live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
         await self._write_decision(decision, p)
         self._schedule()
@@ -554,16 +546,16 @@ class _Reconcile:
         for c in list(s.short_since):
             if c not in live:
                 del s.short_since[c]
-        serving = {c for c, child in live.items() if _int((child.get("status") or {}).get("availableReplicas")) > 0}
+        serving = {c for c, child in live.items() if as_int((child.get("status") or {}).get("availableReplicas")) > 0}
         for c, child in live.items():
-            spec = max(0, _int((child.get("spec") or {}).get("replicas")))
+            spec = max(0, as_int((child.get("spec") or {}).get("replicas")))
             stat = child.get("status") or {}
-            available = _int(stat.get("availableReplicas"))
+            available = as_int(stat.get("availableReplicas"))
             explicit = self._explicit_unschedulable(child)
             ci = fleet.get(c)
             # the cluster runs the child (its pods exist) but they do not come up, while the workload
             # does come up elsewhere (else it is the workload that fails, not this cluster's room)
-            short = (spec > available and _int(stat.get("replicas")) >= spec and bool(serving - {c})
+            short = (spec > available and as_int(stat.get("replicas")) >= spec and bool(serving - {c})
                      and ci is not None and ci.healthy is True)
             if explicit is not None:  # what the cluster reports, within what the status says is missing
                 explicit = (min(explicit[0], max(0, spec - available)), explicit[1])
@@ -589,7 +581,7 @@ class _Reconcile:
 
     @staticmethod
     def _explicit_unschedulable(child: dict) -> tuple[int, str] | None:
-        raw = (_md(child).get("annotations") or {}).get(ANNOTATION_UNSCHEDULABLE)
+        raw = (meta(child).get("annotations") or {}).get(ANNOTATION_UNSCHEDULABLE)
         if not raw:
             return None
         try:
@@ -656,7 +648,7 @@ class _Reconcile:
         return out
 
     async def _delete(self, child: dict, cluster: str, path: str, out: dict[str, dict]) -> None:
-        cmd = _md(child)
+        cmd = meta(child)
         await self.sp.hub.delete(f"{path}/{cmd['name']}", uid=cmd.get("uid"))
         self.sp.writes += 1
         out.pop(cluster, None)
@@ -691,9 +683,9 @@ class _Reconcile:
             sp.events.event(self.parent, "Normal", "SuccessfulCreate",
                             f"Created {body['metadata']['name']}{self._share(replicas, start)} in cluster {cluster}")
             return
-        cmd = _md(child)
+        cmd = meta(child)
         old_spec = child.get("spec") or {}
-        old_replicas = _int(old_spec.get("replicas")) if ck.replicas else replicas
+        old_replicas = as_int(old_spec.get("replicas")) if ck.replicas else replicas
         old_start = self.wk.child_start(child) if self.wk.ordinals else start
         cur_ann = cmd.get("annotations") or {}
         cur_labels = cmd.get("labels") or {}
@@ -741,11 +733,11 @@ class _Reconcile:
         if p.blocked:
             return False
         for child in live.values():
-            cmd = _md(child)
+            cmd = meta(child)
             if (cmd.get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != spec_hash:
                 return False
             og = (child.get("status") or {}).get("observedGeneration")
-            if og is None or _int(og) < _int(cmd.get("generation"), 1):
+            if og is None or as_int(og) < as_int(cmd.get("generation"), 1):
                 return False
         return True
 
@@ -808,7 +800,7 @@ class _Reconcile:
             raise
         self.sp.writes += 1
         cache = self.sp.parent_cache(self.kind)
-        if (self.lc, self.ns, self.name) in cache and _md(updated).get("uid") == self.md.get("uid"):
+        if (self.lc, self.ns, self.name) in cache and meta(updated).get("uid") == self.md.get("uid"):
             cache[(self.lc, self.ns, self.name)] = updated
         self.parent = updated
 
@@ -828,7 +820,7 @@ class _Reconcile:
             ok = counted and bool(avail and avail.get("status") == "True") and counts["availableReplicas"] >= 1
             if c in target and ok:
                 ready += 1
-            entry = {"name": c, "replicas": _int((child or {}).get("spec", {}).get("replicas")) if child else 0,
+            entry = {"name": c, "replicas": as_int((child or {}).get("spec", {}).get("replicas")) if child else 0,
                      "readyReplicas": counts["readyReplicas"], "availableReplicas": counts["availableReplicas"],
                      "available": ok}
             if c in stale:
@@ -900,7 +892,7 @@ class _Reconcile:
             return
         path = _path(self.lc, *self.wk.gvr, self.ns, self.name)
         patch = {"metadata": {"annotations": {ANNOTATION_DECISION: text},
-                              "resourceVersion": _md(self.parent).get("resourceVersion")}}
+                              "resourceVersion": meta(self.parent).get("resourceVersion")}}
         try:
             await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)
         except ApiError as err:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...kube.objects import as_int
 from ..placement import ANNOTATION_POLICY, Policy, PolicyError, parse_policy, policy_from_dict
 from ..syncer.constants import DOWNSTREAM_NAME_ANNOTATION
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
@@ -37,12 +38,6 @@ ANNOTATION_DOWNSTREAM_NAME = DOWNSTREAM_NAME_ANNOTATION
 #: the Deployment fields a ClusterDaemonSet passes on to its children
 _CDS_FIELDS = ("strategy", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds", "paused")
 
-
-def _int(v: Any, default: int = 0) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
 
 
 @dataclass(frozen=True)
@@ -80,10 +75,10 @@ class WorkloadKind:
     def requested(self, spec: Mapping[str, Any]) -> int:
         """Replicas the parent asks for (per cluster when Duplicate)."""
         if self.kind == CDS_KIND:
-            return max(1, _int(spec.get("replicasPerCluster"), 1))
+            return max(1, as_int(spec.get("replicasPerCluster"), 1))
         if not self.replicas:
             return 1
-        return max(0, _int(spec.get("replicas"), 1)) if spec.get("replicas") is not None else 1
+        return max(0, as_int(spec.get("replicas"), 1)) if spec.get("replicas") is not None else 1
 
     def policy(self, parent: Mapping[str, Any], requested: int) -> tuple[Policy, str | None]:
         """The parent's placement policy and the text it came from; raises PolicyError."""
@@ -136,31 +131,31 @@ class WorkloadKind:
     def first_ordinal(self, spec: Mapping[str, Any]) -> int:
         """A StatefulSet parent's first ordinal (``spec.ordinals.start``, kube's default 0): the
         fleet's ordinals are ``first .. first+replicas-1``."""
-        return max(0, _int((spec.get("ordinals") or {}).get("start"))) if self.ordinals else 0
+        return max(0, as_int((spec.get("ordinals") or {}).get("start"))) if self.ordinals else 0
 
     def child_start(self, child: Mapping[str, Any]) -> int:
-        return max(0, _int(((child.get("spec") or {}).get("ordinals") or {}).get("start")))
+        return max(0, as_int(((child.get("spec") or {}).get("ordinals") or {}).get("start")))
 
     def units(self, child: Mapping[str, Any]) -> int:
         """What a child holds: its replicas, or 1 for a DaemonSet."""
-        return max(0, _int((child.get("spec") or {}).get("replicas"))) if self.replicas else 1
+        return max(0, as_int((child.get("spec") or {}).get("replicas"))) if self.replicas else 1
 
     def available(self, child: Mapping[str, Any]) -> int:
         """Of :meth:`units`, how many are available (a DaemonSet: 1 once its desired pods all are)."""
         st = child.get("status") or {}
         if self.replicas:
-            return _int(st.get("availableReplicas"))
-        desired = _int(st.get("desiredNumberScheduled"))
-        observed = _int(st.get("observedGeneration"), -1) >= _int((child.get("metadata") or {}).get("generation"), 1)
-        return 1 if observed and _int(st.get("numberAvailable")) >= desired else 0
+            return as_int(st.get("availableReplicas"))
+        desired = as_int(st.get("desiredNumberScheduled"))
+        observed = as_int(st.get("observedGeneration"), -1) >= as_int((child.get("metadata") or {}).get("generation"), 1)
+        return 1 if observed and as_int(st.get("numberAvailable")) >= desired else 0
 
     def ready(self, child: Mapping[str, Any]) -> bool:
         """The child has observed its current spec and every replica is ready and available (for
         a StatefulSet: an ordinal just added to it is up, so its old copy may go)."""
         spec, st = child.get("spec") or {}, child.get("status") or {}
-        want = _int(spec.get("replicas"), 1)
-        observed = _int(st.get("observedGeneration"), -1) >= _int((child.get("metadata") or {}).get("generation"), 1)
-        return observed and _int(st.get("readyReplicas")) >= want and _int(st.get("availableReplicas", want)) >= want
+        want = as_int(spec.get("replicas"), 1)
+        observed = as_int(st.get("observedGeneration"), -1) >= as_int((child.get("metadata") or {}).get("generation"), 1)
+        return observed and as_int(st.get("readyReplicas")) >= want and as_int(st.get("availableReplicas", want)) >= want
 
     def owns(self, ref: Mapping[str, Any]) -> bool:
         """An ownerReference naming a parent whose children are of this kind."""

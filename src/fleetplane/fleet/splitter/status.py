@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...apimachinery.metatime import now_rfc3339
+from ...kube.objects import as_int
 
 __all__ = ["COUNTERS", "DAEMONSET_COUNTERS", "PARTITIONED", "STATEFULSET_COUNTERS", "child_counts", "condition",
            "daemonset", "merge_condition", "now_rfc3339", "statefulset"]
@@ -45,16 +46,14 @@ COUNTERS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
 PARTITIONED = "Partitioned"
 
 
-def _int(v: Any) -> int:
-    try:
-        return max(0, int(v or 0))
-    except (TypeError, ValueError):
-        return 0
+def _count(v: Any) -> int:
+    """A non-negative count (0 when absent or malformed)."""
+    return max(0, as_int(v))
 
 
 def child_counts(child: Mapping[str, Any]) -> dict[str, int]:
     st = child.get("status") or {}
-    return {k: _int(st.get(k)) for k in COUNTERS}
+    return {k: _count(st.get(k)) for k in COUNTERS}
 
 
 def condition(obj: Mapping[str, Any] | None, type_: str) -> dict[str, Any] | None:
@@ -139,7 +138,7 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
                 not_available.append(f"{cluster} (not created yet)")
             continue
         s, reason, msg = _cond_status(child, "Available")
-        spec = _int((child.get("spec") or {}).get("replicas"))
+        spec = _count((child.get("spec") or {}).get("replicas"))
         if cluster in uncounted and (spec or want):
             not_available.append(f"{cluster} ({uncounted[cluster]})")
         elif s != "True" and (spec or want):
@@ -168,7 +167,7 @@ def aggregate(*, generation: int, requested: int, children: Mapping[str, Mapping
         child = children[cluster]
         s, reason, msg = _cond_status(child, "Progressing")
         c = child_counts(child) if cluster not in uncounted else dict.fromkeys(COUNTERS, 0)
-        spec = _int((child.get("spec") or {}).get("replicas"))
+        spec = _count((child.get("spec") or {}).get("replicas"))
         if s == "False" and reason == "ProgressDeadlineExceeded" and cluster not in uncounted:
             timed_out.append(f"{cluster}: {_short(msg)}")
         done = c["updatedReplicas"] >= spec and c["availableReplicas"] >= spec and c["replicas"] <= spec \
@@ -235,7 +234,7 @@ def _apps_status(counters: tuple[str, ...], *, generation: int, children: Mappin
             continue
         cs = child.get("status") or {}
         for k in counters:
-            status[k] += _int(cs.get(k))
+            status[k] += _count(cs.get(k))
     og = generation if observed else prev.get("observedGeneration")
     if og is not None:
         status["observedGeneration"] = og
@@ -276,7 +275,7 @@ def statefulset(*, generation: int, name: str, spec_hash: str, children: Mapping
     counted = [c for k, c in children.items() if k not in (uncounted or {})]
     done = observed and all(
         (c.get("status") or {}).get("currentRevision") == (c.get("status") or {}).get("updateRevision")
-        and _int((c.get("status") or {}).get("updatedReplicas")) >= _int((c.get("spec") or {}).get("replicas"))
+        and _count((c.get("status") or {}).get("updatedReplicas")) >= _count((c.get("spec") or {}).get("replicas"))
         for c in counted)
     status["updateRevision"] = revision
     current = revision if done else (prev or {}).get("currentRevision")
