@@ -157,3 +157,23 @@ def test_kubectl_applies_and_prints_v1(hpas: HPAs, tmp_path: Path):
     rows = k("get", "horizontalpodautoscalers.v1.autoscaling", "a1").out.splitlines()
     assert rows[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
     assert rows[1].split()[:6] == ["a1", "Deployment/web", "cpu:", "<unknown>/65%", "1", "6"], rows
+
+
+def test_a_version_the_hub_cannot_convert_is_a_500(hub: Hub):
+    """A hand-written CRD serving a version fleetplane has no converter for (an old cluster's
+    v2beta2): reads in it fail as kube's conversion failures do; the other versions still work."""
+    cluster = "bconv-" + uuid.uuid4().hex[:6]
+    crd = json.loads(json.dumps(HPA_CRD))
+    crd["spec"]["versions"].append({"name": "v2beta2", "served": True, "storage": False,
+                                    "schema": {"openAPIV3Schema": V2_SCHEMA}})
+    code, out = hub.json("POST", f"/clusters/{cluster}{CRDS}", crd)
+    assert code == 201, out
+    hpas = HPAs(hub, cluster)
+    hpas.create_v1("x1", 20)
+    code, out = hub.json("GET", hpas.path("v2beta2", "x1"))
+    assert code == 500, out
+    assert out["message"] == ("conversion for autoscaling/v2, Kind=HorizontalPodAutoscaler failed: "
+                              "no conversion known for autoscaling/v2beta2, Kind=HorizontalPodAutoscaler")
+    code, out = hub.json("GET", hpas.path("v2beta2"))
+    assert code == 500 and "Kind=HorizontalPodAutoscalerList failed" in out["message"], out
+    assert hpas.get("v1", "x1")["spec"]["targetCPUUtilizationPercentage"] == 20

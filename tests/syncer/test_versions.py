@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fleetplane.fleet.syncer.typesync import CONVERTED_BUILTINS
+from fleetplane.fleet.syncer.discovery import ApiResource
+from fleetplane.fleet.syncer.typesync import CONVERTED_BUILTINS, TypeReport, import_versions
 from fleetplane.registry.catalog import convertible_builtins
 
 from ..harness import SimulatedCluster, wait_for
@@ -40,6 +41,25 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedCluster]:
 def test_the_syncer_knows_the_kinds_the_hub_converts():
     """The Syncer may not import the registry: its list is the catalog's, kept equal here."""
     assert CONVERTED_BUILTINS == convertible_builtins()
+
+
+def res(group: str, version: str, resource: str, kind: str) -> ApiResource:
+    return ApiResource(group, version, resource, kind, True, preferred=version == "v2")
+
+
+def test_which_versions_are_imported():
+    v2, v1, v2beta2 = (res("autoscaling", v, "horizontalpodautoscalers", "HorizontalPodAutoscaler")
+                       for v in ("v2", "v1", "v2beta2"))
+    report = TypeReport()
+    assert import_versions(v2, [v2, v1], report) == [v2, v1] and not report.notes
+    # an old cluster's v2beta2: the hub has no converter for it, so it is left out, with a note
+    assert import_versions(v2, [v2, v2beta2, v1], report) == [v2, v1]
+    assert report.notes["horizontalpodautoscalers.autoscaling"] == (
+        "imported in v2, v1 only: the cluster also serves v2beta2, which the hub cannot convert to v2")
+    # a built-in without converters: the preferred version alone
+    b1, b2 = res("example.io", "v1", "gadgets", "Gadget"), res("example.io", "v2", "gadgets", "Gadget")
+    assert import_versions(b2, [b2, b1], report) == [b2]
+    assert "v1, which the hub cannot convert" in report.notes["gadgets.example.io"]
 
 
 def test_hpas_imported_in_both_versions_and_kubectl_autoscale_works(hub, sim, start_syncer, names, kubectl_in):

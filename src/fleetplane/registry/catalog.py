@@ -93,10 +93,10 @@ def builtin_converter(group: str, kind: str) -> BuiltinConverter | None:
     return BuiltinConverter(hub_version, versions)
 
 
-def convertible_builtins() -> frozenset[tuple[str, str]]:
-    """(group, kind) of the built-ins whose versions fleetplane converts (the Syncer imports them
-    in every version a cluster serves)."""
-    return frozenset(gk for gk in _builtin_versions() if builtin_converter(*gk) is not None)
+def convertible_builtins() -> dict[tuple[str, str], frozenset[str]]:
+    """(group, kind) -> versions of the built-ins whose versions fleetplane converts (the Syncer
+    imports them in each of these versions a cluster serves)."""
+    return {gk: frozenset(versions) for gk, versions in _builtin_versions().items() if builtin_converter(*gk) is not None}
 
 
 class Catalog:

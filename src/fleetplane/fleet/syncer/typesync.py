@@ -43,12 +43,15 @@ EXCLUDED = frozenset({"events", "events.events.k8s.io", "leases.coordination.k8s
                       "localsubjectaccessreviews.authorization.k8s.io", "podtemplates", "limitranges",
                       "resourcequotas"})
 APPROVED = "unapproved, imported from a physical cluster by fleetplane"
-#: the built-in kinds whose versions the hub converts with the built-in's own converters
-#: (``registry.catalog.convertible_builtins``, which a controller may not import; a unit test keeps
-#: the two equal): imported in every version the cluster serves, the cluster's preferred one the
-#: storage version. Any other built-in kind is imported in its preferred version only, since the
-#: hub could convert its versions by apiVersion alone.
-CONVERTED_BUILTINS = frozenset({("autoscaling", "HorizontalPodAutoscaler")})
+#: the built-in kinds whose versions the hub converts with the built-in's own converters, and those
+#: versions (``registry.catalog.convertible_builtins``, which a controller may not import; a test
+#: keeps the two equal): imported in each of these versions the cluster serves, the cluster's
+#: preferred one the storage version. Any other built-in kind (or version, an old cluster's
+#: autoscaling/v2beta2) is imported in its preferred version only, since the hub could convert
+#: it by apiVersion alone.
+CONVERTED_BUILTINS: dict[tuple[str, str], frozenset[str]] = {
+    ("autoscaling", "HorizontalPodAutoscaler"): frozenset({"v1", "v2"}),
+}
 
 
 @dataclass
@@ -60,6 +63,21 @@ class TypeReport:
     conflicts: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     changed: bool = False
+
+
+def import_versions(r: ApiResource, served: list[ApiResource], report: TypeReport | None = None) -> list[ApiResource]:
+    """The versions of built-in ``r`` (the preferred one, first) to import: ``r`` and those of
+    the others the cluster serves (``served``) that the hub converts to it (:data:`CONVERTED_BUILTINS`);
+    the rest are left out, with a note in ``report``."""
+    others = [v for v in served if v.version != r.version and v.kind == r.kind]
+    convertible = CONVERTED_BUILTINS.get((r.group, r.kind), frozenset())
+    picked = [v for v in others if r.version in convertible and v.version in convertible]
+    left = [v.version for v in others if v not in picked]
+    if left and report is not None:
+        report.notes[r.group_resource] = (
+            f"imported in {', '.join([r.version, *(v.version for v in picked)])} only: the cluster also serves "
+            f"{', '.join(left)}, which the hub cannot convert to {r.version}")
+    return [r, *picked]
 
 
 class TypeSync:
@@ -177,27 +195,13 @@ class TypeSync:
         self._openapi[gv] = (h, doc)
         return doc
 
-    def import_versions(self, r: ApiResource, served: list[ApiResource], report: TypeReport | None = None) -> list[ApiResource]:
-        """The versions of built-in ``r`` (the preferred one) to import: all the cluster serves
-        when the hub converts them (:data:`CONVERTED_BUILTINS`), else ``r`` alone."""
-        others = [v for v in served if v.version != r.version and v.kind == r.kind]
-        if not others:
-            return [r]
-        if (r.group, r.kind) in CONVERTED_BUILTINS:
-            return [r, *others]
-        if report is not None:
-            report.notes[r.group_resource] = (
-                f"imported in {r.api_version} only: the cluster also serves "
-                f"{', '.join(v.version for v in others)}, which the hub cannot convert to it")
-        return [r]
-
     async def candidate(self, r: ApiResource, down_crd: dict | None, served: list[ApiResource] | None = None,
                         report: TypeReport | None = None) -> dict:
         """The CRD spec that imports ``r`` from the cluster: a built-in in the versions
-        :meth:`import_versions` picks, ``r``'s (the preferred one) its storage version."""
+        :func:`import_versions` picks, ``r``'s (the preferred one) its storage version."""
         if down_crd is not None:
             return crd_spec_from_crd(down_crd.get("spec") or {})
-        picked = self.import_versions(r, served or [r], report)
+        picked = import_versions(r, served or [r], report)
         docs = []
         for v in picked:
             doc = await self._openapi_doc(v)
