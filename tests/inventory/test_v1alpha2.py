@@ -235,3 +235,15 @@ def test_inventory_check_passes_on_both_versions(inventory: Inventory) -> None:
     assert outcome[("clusterprofiles.multicluster.x-k8s.io", "v1alpha2-served")] == PASS
     assert outcome[(f"{ns}/one", "v1alpha2-shape")] == PASS
     assert outcome[(f"{ns}/one", "versions-agree")] == PASS
+
+
+def test_the_manager_is_immutable_in_v1alpha2(inventory: Inventory) -> None:
+    ns = inventory.namespace()
+    base = f"/clusters/{inventory.cluster}/apis/multicluster.x-k8s.io/v1alpha2/namespaces/{ns}/clusterprofiles"
+    code, out = inventory.hub.json("POST", base, {"apiVersion": API_VERSION_V1ALPHA2, "kind": "ClusterProfile",
+                                                  "metadata": {"name": "m"}, "spec": {"clusterManager": {"name": "fleet"}}})
+    assert code == 201, out
+    code, out = inventory.hub.json("PATCH", f"{base}/m", {"spec": {"clusterManager": {"name": "other"}}},
+                                   content_type="application/merge-patch+json")
+    assert code == 422, out
+    assert 'spec.clusterManager: Invalid value: "object": ClusterManager is immutable' in out["message"], out["message"]

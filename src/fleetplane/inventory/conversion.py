@@ -17,9 +17,10 @@ and a cluster server, are dropped rather than stored unvalidated.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
+
+import orjson
 
 from .constants import API_VERSION, API_VERSION_V1ALPHA2
 
@@ -34,7 +35,7 @@ _CA_FILE = "certificate-authority"
 def convert(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
     """``obj`` (a ClusterProfile in either version) as ``api_version`` has it, a new dict."""
     have = obj.get("apiVersion")
-    out = copy.deepcopy(obj)
+    out: dict[str, Any] = orjson.loads(orjson.dumps(obj))  # a deep copy, faster than copy.deepcopy
     if have == api_version:
         return out
     if have == API_VERSION and api_version == API_VERSION_V1ALPHA2:

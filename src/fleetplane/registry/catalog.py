@@ -7,11 +7,12 @@ discovery, OpenAPI and routing. The ``*`` wildcard serves the union over all clu
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
+
+import orjson
 
 from ..apis import builtin_types, logical_cluster_type, workload_types
 from ..apis.apiextensions import CRDLister, no_crds
@@ -64,15 +65,15 @@ class BuiltinConverter:
     def __call__(self, obj: dict[str, Any], api_version: str) -> dict[str, Any]:
         have = str(obj.get("apiVersion") or "")
         if have == api_version:
-            return copy.deepcopy(obj)
+            return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
         src = self.versions.get(have.rpartition("/")[2])
         dst = self.versions.get(api_version.rpartition("/")[2])
         if src is None or dst is None:
             unknown = have if src is None else api_version
             raise ValueError(f"no conversion known for {unknown}, Kind={obj.get('kind')}")
-        hub = src.stored_as.to_storage(obj) if src.stored_as is not None else copy.deepcopy(obj)
-        hub["apiVersion"] = self.hub_version
-        if dst.stored_as is None:
+        # each StoredAs converter returns a new dict: no copy of our own
+        hub = src.stored_as.to_storage(obj) if src.stored_as is not None else obj
+        if dst.stored_as is None:  # to the hub version: src was another one, so hub is a new dict
             hub["apiVersion"] = api_version
             return hub
         return dst.stored_as.from_storage(hub)
