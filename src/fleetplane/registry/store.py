@@ -153,7 +153,7 @@ class GenericStore:
             return rt.stored_as.from_storage(obj)
         if rt.custom or obj.get("apiVersion") != rt.api_version:
             if obj.get("apiVersion") != rt.api_version and converts(rt):
-                raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted by the webhook")
+                raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted")
             obj = copy_obj(obj)
             obj["apiVersion"] = rt.api_version
             rt.strategy.on_read(obj)

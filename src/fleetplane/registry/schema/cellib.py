@@ -10,6 +10,7 @@ import ipaddress
 import re
 import urllib.parse
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from ...apimachinery.gofmt import format_float, go_quote
@@ -288,9 +289,11 @@ def _rewrite_size_calls(source: str) -> str:
     return "".join(_RX_SIZE_CALL.sub("__k_size", text) if code else text for code, text in code_segments(source))
 
 
+#: a CEL Format value is carried as this prefix and the format's name (the engine has no opaque types)
 _FORMAT_PREFIX = "\x00format:"
 
 
+@cache
 def _format_checks() -> dict[str, Callable[[str], list[str]]]:
     """The named formats of k8s.io/apiserver/pkg/cel/library/format.go, as error lists."""
     from ...apimachinery import validation as v
