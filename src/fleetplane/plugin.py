@@ -55,6 +55,9 @@ class Contributions:
     cluster_roles: list[dict] = field(default_factory=list)
     cluster_role_bindings: list[dict] = field(default_factory=list)
     controllers: list[Controller] = field(default_factory=list)
+    #: in-process converters between the versions of a contributed CRD, by (group, kind):
+    #: ``(obj, api_version) -> obj`` (see registry/conversion.py)
+    converters: dict[tuple[str, str], Callable[[dict, str], dict]] = field(default_factory=dict)
 
 
 class Plugin(Protocol):

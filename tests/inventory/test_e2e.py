@@ -45,8 +45,12 @@ def good_status(name: str, *, joined: bool = True) -> dict:
     }}
 
 
-def patch_status(k: Kubectl, name: str, status: dict, check: bool = True):
-    return k("patch", "clusterprofile", name, "--subresource=status", "--type=merge", "-p", json.dumps(status), check=check)
+#: v1alpha1 by name: kubectl's plain ``clusterprofile`` is the preferred version, v1alpha2
+V1ALPHA1 = "clusterprofiles.v1alpha1.multicluster.x-k8s.io"
+
+
+def patch_status(k: Kubectl, name: str, status: dict, check: bool = True, resource: str = "clusterprofile"):
+    return k("patch", resource, name, "--subresource=status", "--type=merge", "-p", json.dumps(status), check=check)
 
 
 # -- served everywhere ----------------------------------------------------------------------------
@@ -55,9 +59,11 @@ def patch_status(k: Kubectl, name: str, status: dict, check: bool = True):
 def test_served_in_every_logical_cluster_without_a_crd(inventory: Inventory, hub, tmp_path) -> None:
     k = inventory.kubectl
     out = k("api-resources", "--api-group=multicluster.x-k8s.io", "--no-headers").out
-    # the group also holds PlacementDecisions (KEP-5313), served by the fleet plugin (tests/decisions)
+    # the group also holds PlacementDecisions (KEP-5313), served by the fleet plugin (tests/decisions);
+    # the preferred version: v1alpha2 (v1alpha1 is stored, served too)
     (line,) = [ln for ln in out.strip().splitlines() if ln.startswith("clusterprofiles ")]
-    assert line.split() == ["clusterprofiles", "multicluster.x-k8s.io/v1alpha1", "true", "ClusterProfile"]
+    assert line.split() == ["clusterprofiles", "multicluster.x-k8s.io/v1alpha2", "true", "ClusterProfile"]
+    assert "v1alpha1" in k("api-versions").out
     assert "clusterprofiles" not in k("get", "crds", "-o", "name").out  # built-in-like: not stored per cluster
     assert "clusterManager" in k("explain", "clusterprofile.spec").out
     other = Inventory(hub, inventory.cluster + "-b", tmp_path)
@@ -147,7 +153,7 @@ def test_printer_columns(inventory: Inventory) -> None:
     k("apply", "-f", "-", stdin=profile_yaml("healthy"))
     k("apply", "-f", "-", stdin=profile_yaml("fresh", manager="other-manager"))
     patch_status(k, "healthy", good_status("healthy"))
-    lines = k("get", "clusterprofiles").out.strip().splitlines()
+    lines = k("get", V1ALPHA1).out.strip().splitlines()  # v1alpha2's columns: tests/inventory/test_v1alpha2.py
     assert lines[0].split() == ["NAME", "MANAGER", "VERSION", "HEALTHY", "AGE"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["healthy"][1:4] == ["fleet-manager", "1.31.2", "True"]
@@ -155,7 +161,7 @@ def test_printer_columns(inventory: Inventory) -> None:
     patch_status(k, "healthy", {"status": {"conditions": [{
         "type": "ControlPlaneHealthy", "status": "False", "reason": "APIServerDown", "message": "",
         "lastTransitionTime": "2024-01-02T00:00:00Z"}]}})
-    row = next(line for line in k("get", "clusterprofiles").out.splitlines() if line.startswith("healthy"))
+    row = next(line for line in k("get", V1ALPHA1).out.splitlines() if line.startswith("healthy"))
     assert row.split()[3] == "False"
 
 
@@ -342,15 +348,16 @@ def test_inventory_check_fails_on_bad_profiles(inventory: Inventory) -> None:
     k("apply", "-f", "-", stdin=profile_yaml("bad"))
     status = good_status("bad")
     cluster = status["status"]["accessProviders"][0]["cluster"]
-    cluster["server"] = "spoke-without-scheme"  # the schema takes any string; the kit does not
+    cluster["server"] = "spoke-without-scheme"  # v1alpha1's schema takes any string; the kit does not
     cluster["extensions"].append({"name": "client.authentication.k8s.io/exec", "extension": {}})  # duplicate name
-    patch_status(k, "bad", status)
+    patch_status(k, "bad", status, resource=V1ALPHA1)  # (v1alpha2's schema refuses both)
     r = inventory.check("--namespace", ns)
     assert r.code == 1, r.out
     fails = [line for line in r.out.splitlines() if line.startswith("FAIL")]
-    assert len(fails) == 1 and fails[0].split()[1:3] == [f"{ns}/bad", "access-providers"]
+    assert [f.split()[1:3] for f in fails] == [[f"{ns}/bad", "access-providers"], [f"{ns}/bad", "v1alpha2-shape"]]
     assert "absolute http(s) URL" in fails[0] and "appears 2 times" in fails[0]
-    assert "failed rules: access-providers" in r.out.splitlines()[-1]
+    assert "server must be a valid absolute URL with a host" in fails[1]
+    assert "failed rules: access-providers, v1alpha2-shape" in r.out.splitlines()[-1]
 
     # recommendations only warn, unless --strict
     ns2 = inventory.namespace()

@@ -2,8 +2,9 @@
 
 The algorithm follows upstream ``BuildConfigFromCP`` (cluster-inventory-api ``pkg/access``):
 
-1. collect ``status.credentialProviders`` (deprecated) and then ``status.accessProviders`` by name,
-   the latter winning on a name clash;
+1. collect ``status.credentialProviders`` (deprecated; v1alpha1 only) and then ``status.accessProviders``
+   by name, the latter winning on a name clash (a v1alpha2 profile, which has no credentialProviders
+   and whose clusters have no ``certificate-authority`` path, reads the same way);
 2. walk the *provider file* order and take the first provider the profile offers;
 3. apply the ``clusterprofiles.multicluster.x-k8s.io/exec/additional-args`` and
    ``.../additional-envs`` extensions under the provider's policies (default: ignored);
@@ -200,14 +201,24 @@ def _warn_once(kind: str, key: str, msg: str, *args: Any) -> None:
     log.warning(msg, *args)
 
 
+#: the ClusterProfile version without ``credentialProviders`` (and without clusters'
+#: ``certificate-authority``): upstream's v0.2.0 ``pkg/access`` reads only ``accessProviders`` there
+V1ALPHA2 = "multicluster.x-k8s.io/v1alpha2"
+
+
 def collect_access_providers(profile: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Map provider name -> access provider entry (``accessProviders`` overrides ``credentialProviders``)."""
+    """Map provider name -> access provider entry (``accessProviders`` overrides ``credentialProviders``).
+
+    Both shapes are read: a v1alpha1 profile's deprecated ``credentialProviders`` count, a
+    v1alpha2 profile has none (what a v1alpha2 object may still carry there is ignored, as
+    upstream's v1alpha2 access library ignores it)."""
     label = profile_label(profile)
     status = profile.get("status") or {}
     if not isinstance(status, Mapping):
         raise ProfileError(f'cluster profile "{label}": status must be an object', profile=label)
     out: dict[str, Mapping[str, Any]] = {}
-    for field_name in ("credentialProviders", "accessProviders"):
+    fields = ("accessProviders",) if profile.get("apiVersion") == V1ALPHA2 else ("credentialProviders", "accessProviders")
+    for field_name in fields:
         entries = status.get(field_name) or []
         if not isinstance(entries, list):
             raise ProfileError(

@@ -20,9 +20,10 @@ in v1's own MetricSpec shape), so a v2 HPA read and written back through v1 keep
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, TypeGuard
+
+import orjson
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
@@ -299,9 +300,16 @@ def _load(annotations: dict[str, Any], key: str) -> Any:
         return None
 
 
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (an orjson round trip is faster than copy.deepcopy, and every
+    read of an HPA in the version it is not stored in makes one)."""
+    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
 def v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
     """An autoscaling/v1 HPA as the v2 object it is stored as (a new dict)."""
-    out = copy.deepcopy(obj)
+    out = _copy(obj)
     out["apiVersion"] = "autoscaling/v2"
     meta = out.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
@@ -338,7 +346,7 @@ def v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
 
 def v2_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
     """A stored v2 HPA as autoscaling/v1 shows it (a new dict)."""
-    out = copy.deepcopy(obj)
+    out = _copy(obj)
     out["apiVersion"] = "autoscaling/v1"
     meta = out.setdefault("metadata", {})
     annotations = _annotations_out(meta)

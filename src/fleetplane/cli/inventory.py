@@ -50,7 +50,7 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
     from kubernetes.client.rest import ApiException
 
     from ..inventory import conformance as c
-    from ..inventory.constants import GROUP, LABEL_CLUSTER_MANAGER, PLURAL, VERSION
+    from ..inventory.constants import GROUP, LABEL_CLUSTER_MANAGER, PLURAL, VERSION, VERSION_V1ALPHA2
 
     try:
         api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
@@ -63,6 +63,7 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
         group = next((g for g in groups.groups or [] if g.name == GROUP), None)
         version: str | None = None
         resources = None
+        served: list[str] = []
         if group is not None:
             served = [v.version for v in group.versions or []]
             preferred = group.preferred_version
@@ -76,24 +77,29 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
             return results, host
         custom = client.CustomObjectsApi(api)
         selector = f"{LABEL_CLUSTER_MANAGER}={args.manager}" if args.manager else None
-        profiles: list[dict] = []
-        token = None
-        while True:
-            kw: dict[str, Any] = {"limit": 500, "_request_timeout": timeout}
-            if token:
-                kw["_continue"] = token
-            if selector:
-                kw["label_selector"] = selector
-            # the custom objects API returns the decoded JSON list; the client annotates it as object
-            if args.namespace:
-                page = cast("dict[str, Any]",
-                            custom.list_namespaced_custom_object(GROUP, version, args.namespace, PLURAL, **kw))
-            else:
-                page = cast("dict[str, Any]", custom.list_cluster_custom_object(GROUP, version, PLURAL, **kw))
-            profiles.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                break
+
+        def listed(version: str) -> list[dict]:
+            out: list[dict] = []
+            token = None
+            while True:
+                kw: dict[str, Any] = {"limit": 500, "_request_timeout": timeout}
+                if token:
+                    kw["_continue"] = token
+                if selector:
+                    kw["label_selector"] = selector
+                # the custom objects API returns the decoded JSON list; the client annotates it as object
+                if args.namespace:
+                    page = cast("dict[str, Any]",
+                                custom.list_namespaced_custom_object(GROUP, version, args.namespace, PLURAL, **kw))
+                else:
+                    page = cast("dict[str, Any]", custom.list_cluster_custom_object(GROUP, version, PLURAL, **kw))
+                out.extend(page.get("items") or [])
+                token = (page.get("metadata") or {}).get("continue")
+                if not token:
+                    return out
+
+        profiles = listed(version)
+        results += c.check_versions(served)
         core = client.CoreV1Api(api)
         ns_labels: dict[str, dict[str, str] | None] = {}
         for ns in sorted({(p.get("metadata") or {}).get("namespace") or "" for p in profiles} - {""}):
@@ -106,6 +112,8 @@ def _gather(args: argparse.Namespace) -> tuple[list, str]:
         if args.manager:
             where += f" managed by {args.manager}"
         results += c.check_profiles(profiles, ns_labels, where=where)
+        if VERSION_V1ALPHA2 in served and version != VERSION_V1ALPHA2:  # both versions: the same profiles
+            results += c.check_v1alpha2(profiles, listed(VERSION_V1ALPHA2))
         scope = f"{host}, namespace {args.namespace}" if args.namespace else f"{host}, all namespaces"
         return results, scope
     except ApiException as exc:

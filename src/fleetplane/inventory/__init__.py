@@ -1,7 +1,9 @@
 """fleetplane.inventory: the KEP-4322 ClusterProfile API, its model and helpers.
 
 - :data:`CLUSTERPROFILE_CRD` (``crd``): the ``clusterprofiles.multicluster.x-k8s.io`` CRD the hub
-  serves in every logical cluster (also shipped as ``clusterprofile-crd.yaml``);
+  serves in every logical cluster (also shipped as ``clusterprofile-crd.yaml``): v1alpha1 stored,
+  v1alpha2 served beside it;
+- :func:`convert_profile` (``conversion``): v1alpha1 <-> v1alpha2, the hub's in-process converter;
 - :func:`admit` (``admission``): the KEP's rules the schema cannot express, as hub admission;
 - :class:`ClusterProfile` and friends (``model``): typed, exactly round-tripping dataclasses with
   condition, property and access-provider helpers;
@@ -18,6 +20,7 @@ from __future__ import annotations
 from .admission import admit, validate
 from .constants import (
     API_VERSION,
+    API_VERSION_V1ALPHA2,
     CONDITION_CONTROL_PLANE_HEALTHY,
     CONDITION_JOINED,
     CRD_NAME,
@@ -26,9 +29,13 @@ from .constants import (
     LABEL_CLUSTER_MANAGER,
     LABEL_CLUSTERSET,
     LABEL_CLUSTERSET_KEP,
+    LABEL_INVENTORY_MEMBER_ID,
     PLURAL,
     VERSION,
+    VERSION_V1ALPHA2,
 )
+from .conversion import V1ALPHA1_FIELDS_ANNOTATION
+from .conversion import convert as convert_profile
 from .crd import CLUSTERPROFILE_CRD, clusterprofile_crd, crd_yaml
 from .credentials import Finding, find_credentials
 from .model import (
@@ -53,6 +60,7 @@ from .status import FakeClock, StatusWriter, SystemClock, TokenBucket, WriteErro
 
 __all__ = [
     "API_VERSION",
+    "API_VERSION_V1ALPHA2",
     "CLUSTERPROFILE_CRD",
     "CONDITION_CONTROL_PLANE_HEALTHY",
     "CONDITION_JOINED",
@@ -62,8 +70,11 @@ __all__ = [
     "LABEL_CLUSTERSET",
     "LABEL_CLUSTERSET_KEP",
     "LABEL_CLUSTER_MANAGER",
+    "LABEL_INVENTORY_MEMBER_ID",
     "PLURAL",
+    "V1ALPHA1_FIELDS_ANNOTATION",
     "VERSION",
+    "VERSION_V1ALPHA2",
     "AccessProvider",
     "Cluster",
     "ClusterManager",
@@ -85,6 +96,7 @@ __all__ = [
     "WriteError",
     "admit",
     "clusterprofile_crd",
+    "convert_profile",
     "crd_yaml",
     "find_condition",
     "find_credentials",

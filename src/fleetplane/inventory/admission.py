@@ -23,7 +23,11 @@
    property. It need not claim one: the namespace says it. A namespace labelled with both keys
    and different values is ambiguous and admits no profile.
 
-Rules 1 and 4 *ratchet* on update: an error the old object already had, for the same value,
+5. **Member id.** The ``multicluster.x-k8s.io/inventory-member-id`` label (upstream's v1alpha2
+   ``LabelInventoryMemberIDKey``, which links the profiles that represent one member cluster) is
+   non-empty when set, in either version.
+
+Rules 1, 4 and 5 *ratchet* on update: an error the old object already had, for the same value,
 does not block an update (namespace labels can change under existing profiles, and a profile
 written before these rules held must still be able to lose its finalizers). Rules 2 and 3 never
 ratchet.
@@ -40,6 +44,7 @@ from ..apimachinery.validation import is_label_value
 from .constants import (
     CLUSTERSET_LABELS,
     LABEL_CLUSTER_MANAGER,
+    LABEL_INVENTORY_MEMBER_ID,
     PROPERTY_CLUSTERSET,
 )
 from .credentials import find_credentials
@@ -92,6 +97,14 @@ def _manager_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     return []
 
 
+def _member_id_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    labels = _labels(obj)
+    if LABEL_INVENTORY_MEMBER_ID in labels and not labels[LABEL_INVENTORY_MEMBER_ID]:
+        return [e.invalid(f"metadata.labels[{LABEL_INVENTORY_MEMBER_ID}]", "",
+                          "must be non-empty when set (it names the member cluster the profile represents)")]
+    return []
+
+
 def _clusterset_errors(obj: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> list[FieldError]:
     try:
         clusterset, keys = clusterset_of_namespace(namespace_labels)
@@ -141,9 +154,9 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None,
              namespace_labels: Mapping[str, str] | None = None) -> list[FieldError]:
     """The rules without the label defaulting: what :func:`admit` would reject (obj is not changed)."""
     ns_labels = namespace_labels or {}
-    errs = _manager_errors(obj) + _clusterset_errors(obj, ns_labels)
+    errs = _manager_errors(obj) + _clusterset_errors(obj, ns_labels) + _member_id_errors(obj)
     if old is not None:
-        errs = _ratcheted(errs, _manager_errors(old) + _clusterset_errors(old, ns_labels))
+        errs = _ratcheted(errs, _manager_errors(old) + _clusterset_errors(old, ns_labels) + _member_id_errors(old))
         old_name, new_name = _manager(old), _manager(obj)
         if old_name is not None and new_name != old_name:
             errs.insert(0, e.invalid("spec.clusterManager.name", new_name,

@@ -11,7 +11,14 @@ Required rules (a FAIL makes the check fail):
   conditions (well-formed when present), properties (well-formed), access-providers
   (well-formed), no-credentials, member-id (non-empty when set)
 Recommended rules (WARN at worst):
-  status-subresource, condition-ControlPlaneHealthy, condition-Joined, version, unique-member
+  status-subresource, condition-ControlPlaneHealthy, condition-Joined, version, unique-member,
+  v1alpha2-served
+
+Where the hub serves v1alpha2 beside v1alpha1, :func:`check_v1alpha2` judges the profiles as
+read in v1alpha2 too (required): v1alpha2-shape (upstream's v1alpha2 schema and CEL rules:
+no credentialProviders, at most 64 access providers, each with a cluster whose server is an
+absolute URL with a host, ...) and versions-agree (the two reads say the same, but for the
+fields v1alpha2 dropped).
 """
 
 from __future__ import annotations
@@ -40,10 +47,13 @@ from .constants import (
     PLURAL,
     PROPERTY_CLUSTER_ID,
     PROPERTY_CLUSTERSET,
+    VERSION,
+    VERSION_V1ALPHA2,
 )
 from .credentials import find_credentials
 
-__all__ = ["FAIL", "PASS", "RULES", "WARN", "Result", "check_profiles", "check_resource", "summarize"]
+__all__ = ["FAIL", "PASS", "RULES", "WARN", "Result", "check_profiles", "check_resource", "check_v1alpha2",
+           "check_versions", "summarize"]
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 
@@ -65,6 +75,9 @@ RULES: dict[str, tuple[bool, str]] = {
     "no-credentials": (True, "the profile carries no credential material"),
     "member-id": (True, "the inventory-member-id label, when set, is not empty"),
     "unique-member": (False, "no other profile in the namespace represents the same member cluster"),
+    "v1alpha2-served": (False, f"{GROUP}/{VERSION_V1ALPHA2} is served beside {VERSION} (cluster-inventory-api v0.2.0)"),
+    "v1alpha2-shape": (True, "read as v1alpha2, the profile fits v1alpha2's schema"),
+    "versions-agree": (True, "the profile reads the same in v1alpha1 and v1alpha2, but for the fields v1alpha2 dropped"),
 }
 
 _CONDITION_TYPE = re.compile(
@@ -416,6 +429,113 @@ def check_profiles(profiles: Iterable[Mapping[str, Any]],
                                                               "(consumers act only on the oldest)"))
         else:
             out.append(Result(PASS, subject, "unique-member", "no other profile in the namespace for this member cluster"))
+    return out
+
+
+# -- v1alpha2 ----------------------------------------------------------------------------------------
+
+#: v1alpha2's limits (kubebuilder markers of cluster-inventory-api apis/v1alpha2)
+MAX_ACCESS_PROVIDERS = 64
+_URL_MAX = 2048
+_NAME_MAX = 253
+
+
+def check_versions(served: Iterable[str]) -> list[Result]:
+    """Rule on the group's served versions (from discovery)."""
+    subject = f"{PLURAL}.{GROUP}"
+    versions = list(served)
+    if VERSION_V1ALPHA2 in versions:
+        return [Result(PASS, subject, "v1alpha2-served", f"{GROUP} serves {', '.join(versions)}")]
+    return [Result(WARN, subject, "v1alpha2-served", f"{GROUP} serves {', '.join(versions) or 'nothing'}, not "
+                                                    f"{VERSION_V1ALPHA2} (cluster-inventory-api v0.2.0 serves it)")]
+
+
+def _v1alpha2_cluster(cluster: Any, where: str) -> list[str]:
+    if not isinstance(cluster, Mapping):
+        return [f"{where}: Required value"]
+    errs: list[str] = []
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        errs.append(f"{where}.server: Required value")
+    elif len(server) > _URL_MAX:
+        errs.append(f"{where}.server: Too long: may not be more than {_URL_MAX} bytes")
+    elif not urlsplit(server).scheme or not urlsplit(server).netloc:
+        errs.append(f"{where}.server: server must be a valid absolute URL with a host")
+    name = cluster.get("tls-server-name")
+    if isinstance(name, str) and len(name) > _NAME_MAX:
+        errs.append(f"{where}.tls-server-name: Too long: may not be more than {_NAME_MAX} bytes")
+    proxy = cluster.get("proxy-url")
+    if isinstance(proxy, str) and proxy:
+        pu = urlsplit(proxy)
+        if len(proxy) > _URL_MAX or pu.scheme not in ("http", "https", "socks5") or not pu.netloc:
+            errs.append(f"{where}.proxy-url: proxy-url must be a valid URL with scheme http, https, or socks5 and a host")
+    if "certificate-authority" in cluster:
+        errs.append(f"{where}.certificate-authority: v1alpha2 has no such field")
+    exts = cluster.get("extensions")
+    for j, ext in enumerate(exts if isinstance(exts, list) else []):
+        ename = ext.get("name") if isinstance(ext, Mapping) else None
+        if not isinstance(ename, str) or not 1 <= len(ename) <= _NAME_MAX:
+            errs.append(f"{where}.extensions[{j}].name must be 1-{_NAME_MAX} characters")
+    return errs
+
+
+def _v1alpha2_shape(p: Mapping[str, Any], subject: str) -> Result:
+    errs: list[str] = []
+    if p.get("apiVersion") != f"{GROUP}/{VERSION_V1ALPHA2}":
+        errs.append(f"read as {VERSION_V1ALPHA2}, apiVersion is {p.get('apiVersion')!r}")
+    name = ((p.get("spec") or {}).get("clusterManager") or {}).get("name")
+    if not isinstance(name, str) or not 1 <= len(name) <= 63 or not is_label_value(name):
+        errs.append("spec.clusterManager.name: must be a valid Kubernetes label value")
+    status = p.get("status") or {}
+    if "credentialProviders" in status:
+        errs.append("status.credentialProviders: v1alpha2 has no such field")
+    providers = status.get("accessProviders") or []
+    if not isinstance(providers, list):
+        providers = []
+        errs.append("status.accessProviders is not a list")
+    if len(providers) > MAX_ACCESS_PROVIDERS:
+        errs.append(f"status.accessProviders: Too many: {len(providers)}: must have at most {MAX_ACCESS_PROVIDERS} items")
+    for i, ap in enumerate(providers):
+        where = f"status.accessProviders[{i}]"
+        apname = ap.get("name") if isinstance(ap, Mapping) else None
+        if not isinstance(apname, str) or not 1 <= len(apname) <= _NAME_MAX:
+            errs.append(f"{where}.name must be 1-{_NAME_MAX} characters")
+        errs += _v1alpha2_cluster(ap.get("cluster") if isinstance(ap, Mapping) else None, f"{where}.cluster")
+    if errs:
+        return Result(FAIL, subject, "v1alpha2-shape", "; ".join(errs))
+    return Result(PASS, subject, "v1alpha2-shape", f"fits {GROUP}/{VERSION_V1ALPHA2}")
+
+
+def _common(p: Mapping[str, Any]) -> dict[str, Any]:
+    """What both versions hold: spec, labels, and status without v1alpha1's extra fields."""
+    status = {k: v for k, v in (p.get("status") or {}).items() if k != "credentialProviders"}
+    if isinstance(status.get("accessProviders"), list):
+        status["accessProviders"] = [
+            {**ap, "cluster": {k: v for k, v in ap["cluster"].items() if k != "certificate-authority"}}
+            if isinstance(ap, Mapping) and isinstance(ap.get("cluster"), Mapping) else ap
+            for ap in status["accessProviders"]]
+    meta = p.get("metadata") or {}
+    return {"spec": p.get("spec"), "status": status, "labels": meta.get("labels") or {}, "uid": meta.get("uid")}
+
+
+def check_v1alpha2(v1alpha1: Iterable[Mapping[str, Any]], v1alpha2: Iterable[Mapping[str, Any]]) -> list[Result]:
+    """The v1alpha2 rules for the same profiles listed in both versions."""
+    first = {_key(p): p for p in v1alpha1}
+    out: list[Result] = []
+    for p in v1alpha2:
+        subject = _key(p)
+        out.append(_v1alpha2_shape(p, subject))
+        other = first.get(subject)
+        if other is None:
+            out.append(Result(FAIL, subject, "versions-agree", f"listed in {VERSION_V1ALPHA2} but not in {VERSION}"))
+            continue
+        a, b = _common(other), _common(p)
+        differ = [k for k in a if a[k] != b[k]]
+        if differ:
+            out.append(Result(FAIL, subject, "versions-agree",
+                              f"{VERSION} and {VERSION_V1ALPHA2} differ in {', '.join(differ)}"))
+        else:
+            out.append(Result(PASS, subject, "versions-agree", f"{VERSION} and {VERSION_V1ALPHA2} agree"))
     return out
 
 

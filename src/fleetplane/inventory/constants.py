@@ -5,6 +5,9 @@ from __future__ import annotations
 GROUP = "multicluster.x-k8s.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+#: served beside v1alpha1 (the storage version), converted by :mod:`.conversion`
+VERSION_V1ALPHA2 = "v1alpha2"
+API_VERSION_V1ALPHA2 = f"{GROUP}/{VERSION_V1ALPHA2}"
 KIND = "ClusterProfile"
 LIST_KIND = "ClusterProfileList"
 PLURAL = "clusterprofiles"
@@ -21,7 +24,8 @@ LABEL_CLUSTERSET = "multicluster.x-k8s.io/clusterset"
 LABEL_CLUSTERSET_KEP = "clusterset.multicluster.x-k8s.io"
 CLUSTERSET_LABELS = (LABEL_CLUSTERSET, LABEL_CLUSTERSET_KEP)
 
-#: Planned for v1alpha2: links the profiles (of different managers) that represent one member cluster.
+#: v1alpha2's ``LabelInventoryMemberIDKey``: links the profiles (of different managers) that represent
+#: one member cluster; non-empty when set (admission checks it in both versions).
 LABEL_INVENTORY_MEMBER_ID = "multicluster.x-k8s.io/inventory-member-id"
 
 #: Predefined condition types (KEP-4322). Only ControlPlaneHealthy has an upstream constant.

@@ -1,5 +1,6 @@
 """What the inventory adds to a hub: the ClusterProfile API (KEP-4322) in every logical cluster,
-with the KEP's rules that the schema cannot express as an admission check."""
+with the KEP's rules that the schema cannot express as an admission check, and the converter
+between its versions (v1alpha1 stored, v1alpha2 served)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from ..plugin import Contributions
 from .admission import admit
 from .constants import GROUP, KIND
+from .conversion import convert
 from .crd import CLUSTERPROFILE_CRD
 
 
@@ -18,3 +20,4 @@ class InventoryPlugin:
     def contribute(self, hub: Contributions) -> None:
         hub.crds.append(CLUSTERPROFILE_CRD)
         hub.admission[(GROUP, KIND)] = admit
+        hub.converters[(GROUP, KIND)] = convert  # v1alpha1 (stored) <-> v1alpha2

@@ -8,13 +8,17 @@ discovery, OpenAPI and routing. The ``*`` wildcard serves the union over all clu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from typing import Any
 
-from ..apis import builtin_types, known_type, logical_cluster_type
+import orjson
+
+from ..apis import builtin_types, logical_cluster_type, workload_types
 from ..apis.apiextensions import CRDLister, no_crds
 from ..storage.watchcache import WatchEvent
 from . import crd as crds
+from .conversion import Converter
 from .types import ResourceType
 
 log = logging.getLogger(__name__)
@@ -34,12 +38,73 @@ def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None
     imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
     the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
     list types stay the CRD's (converted from the same OpenAPI)."""
-    rt = known_type(group, kind)
-    return rt if rt is not None and rt.version == version and rt.openapi_definition else None
+    rt = _builtin_versions().get((group, kind), {}).get(version)
+    return rt if rt is not None and rt.openapi_definition else None
+
+
+@cache
+def _builtin_versions() -> dict[tuple[str, str], dict[str, ResourceType]]:
+    """Every version fleetplane knows of each built-in kind (served by the hub or not)."""
+    out: dict[tuple[str, str], dict[str, ResourceType]] = {}
+    for rt in [*builtin_types(), *workload_types()]:
+        out.setdefault((rt.group, rt.kind), {})[rt.version] = rt
+    return out
+
+
+class BuiltinConverter:
+    """A built-in kind's versions converted as the built-in's: through the version the others
+    are kept as (their :class:`~fleetplane.registry.types.StoredAs` converters, kube's conversion
+    through the internal version), whichever version a cluster stores. For an imported built-in,
+    e.g. HorizontalPodAutoscalers in autoscaling/v2 and v1 (``targetCPUUtilizationPercentage`` <->
+    ``metrics``)."""
+
+    def __init__(self, hub_version: str, versions: Mapping[str, ResourceType]) -> None:
+        self.hub_version = hub_version
+        self.versions = versions
+
+    def __call__(self, obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+        have = str(obj.get("apiVersion") or "")
+        if have == api_version:
+            return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+        src = self.versions.get(have.rpartition("/")[2])
+        dst = self.versions.get(api_version.rpartition("/")[2])
+        if src is None or dst is None:
+            unknown = have if src is None else api_version
+            raise ValueError(f"no conversion known for {unknown}, Kind={obj.get('kind')}")
+        # each StoredAs converter returns a new dict: no copy of our own
+        hub = src.stored_as.to_storage(obj) if src.stored_as is not None else obj
+        if dst.stored_as is None:  # to the hub version: src was another one, so hub is a new dict
+            hub["apiVersion"] = api_version
+            return hub
+        return dst.stored_as.from_storage(hub)
+
+
+@cache
+def builtin_converter(group: str, kind: str) -> BuiltinConverter | None:
+    """The converter of a built-in kind fleetplane knows in several versions, each of them kept as
+    one of them in the same group (None: one version, or versions fleetplane cannot convert)."""
+    versions = _builtin_versions().get((group, kind), {})
+    hubs = {rt.stored_as.api_version if rt.stored_as is not None else rt.api_version for rt in versions.values()}
+    same_group = all(rt.stored_as is None or rt.stored_as.group == group for rt in versions.values())
+    if len(versions) < 2 or len(hubs) != 1 or not same_group:
+        return None
+    (hub_version,) = hubs
+    if hub_version.rpartition("/")[2] not in versions:
+        return None
+    return BuiltinConverter(hub_version, versions)
+
+
+def convertible_builtins() -> dict[tuple[str, str], frozenset[str]]:
+    """(group, kind) -> versions of the built-ins whose versions fleetplane converts (the Syncer
+    imports them in each of these versions a cluster serves)."""
+    return {gk: frozenset(versions) for gk, versions in _builtin_versions().items() if builtin_converter(*gk) is not None}
 
 
 class Catalog:
-    def __init__(self, extra_builtins: Iterable[ResourceType] = (), crds_in: CRDLister = no_crds) -> None:
+    def __init__(self, extra_builtins: Iterable[ResourceType] = (), crds_in: CRDLister = no_crds,
+                 converters: Mapping[tuple[str, str], Converter] | None = None) -> None:
+        #: in-process converters contributed by plugins, by (group, kind)
+        self.converters: dict[tuple[str, str], Converter] = dict(converters or {})
         self.builtins: dict[GVR, ResourceType] = {}
         for rt in [*builtin_types(crds_in), *extra_builtins]:
             self.builtins[(rt.group, rt.version, rt.plural)] = rt
@@ -61,7 +126,7 @@ class Catalog:
     def load_crd(self, cluster: str, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
         try:
-            types = crds.types_from_crd(obj, imported_builtin) if crds.is_established(obj) else []
+            types = crds.types_from_crd(obj, imported_builtin, self.converter_for) if crds.is_established(obj) else []
         except Exception:  # a CRD that got stored must never break serving the others
             log.exception("cannot serve CRD %s in %s", name, cluster)
             types = []
@@ -71,6 +136,10 @@ class Catalog:
         else:
             bucket.pop(name, None)
         self._reindex(cluster)
+
+    def converter_for(self, group: str, kind: str) -> Converter | None:
+        """The in-process converter of a CRD's kind: a plugin's, else the built-in's it imports."""
+        return self.converters.get((group, kind)) or builtin_converter(group, kind)
 
     def drop_crd(self, cluster: str, name: str) -> None:
         self._crds.get(cluster, {}).pop(name, None)

@@ -1,4 +1,16 @@
-"""CRD conversion webhooks: custom resources between versions through ``ConversionReview``.
+"""Custom resources between versions: one seam, two kinds of converters.
+
+Every read, list, watch and write of a custom resource in a version it is not stored in goes
+through :meth:`Conversion.convert` (``GenericStore.converted``/``present_converted``/
+``encode_converted``, the watch encoder). What converts is, first, the type's in-process
+:data:`Converter` (``ResourceType.converter``): a kube built-in imported from a cluster is
+converted by the built-in's own converters (``catalog.builtin_converter``, from the versions'
+:class:`~fleetplane.registry.types.StoredAs`), a plugin's CRD by the converter the plugin
+contributes by (group, kind) (``Contributions.converters``: the inventory's ClusterProfile
+v1alpha1 <-> v1alpha2). Else the CRD's conversion webhook; else (strategy ``None``) only the
+apiVersion changes (``GenericStore.present``).
+
+CRD conversion webhooks: custom resources between versions through ``ConversionReview``.
 
 A CRD with ``spec.conversion.strategy: Webhook`` stores its objects in the storage version and
 serves every other version through its webhook, as apiextensions-apiserver does
@@ -57,6 +69,16 @@ def webhook_config(rt: ResourceType) -> Mapping[str, Any] | None:
     return None
 
 
+#: an in-process converter: an object of its kind as ``api_version`` (``group/version``) has it, a
+#: new dict (the input is never changed). It raises ValueError for what it cannot convert.
+Converter = Callable[[dict[str, Any], str], dict[str, Any]]
+
+
+def converts(rt: ResourceType) -> bool:
+    """Whether ``rt``'s versions differ in more than apiVersion: an in-process converter or a webhook."""
+    return rt.converter is not None or webhook_config(rt) is not None
+
+
 def needs_webhook(rt: ResourceType, objs: Sequence[Mapping[str, Any]], api_version: str) -> bool:
     return webhook_config(rt) is not None and any(o.get("apiVersion") != api_version for o in objs)
 
@@ -90,9 +112,12 @@ class Conversion:
         a single object's own version and kind, a list the wanted version and the list kind)."""
         hook = webhook_config(rt)
         todo = [i for i, o in enumerate(objs) if o.get("apiVersion") != api_version]
-        if hook is None or not todo:
+        if not todo or (hook is None and rt.converter is None):
             return objs
         source = described_as or _gvk(str(objs[todo[0]].get("apiVersion")), rt.kind)
+        if rt.converter is not None:
+            return _in_process(rt.converter, objs, todo, api_version, source)
+        assert hook is not None
         from_version = str(objs[todo[0]].get("apiVersion") or "").rpartition("/")[2]
         started = time.perf_counter()
         failure: str | None = None
@@ -144,6 +169,22 @@ class Conversion:
         if not isinstance(converted, list):
             raise _Failed("response.convertedObjects is not a list")
         return converted
+
+
+def _in_process(converter: Converter, objs: list[dict[str, Any]], todo: list[int], api_version: str,
+                source: str) -> list[dict[str, Any]]:
+    """Objects converted by an in-process converter: as kube's scheme converts a built-in, with the
+    identity kept (name, namespace, uid and the rest of metadata are the converter's to carry)."""
+    out = list(objs)
+    for i in todo:
+        try:
+            new = converter(objs[i], api_version)
+        except (ValueError, KeyError, TypeError) as err:
+            raise conversion_failed(f"conversion for {source} failed: {err}") from None
+        new["apiVersion"] = api_version
+        new["kind"] = objs[i].get("kind")
+        out[i] = new
+    return out
 
 
 class _Failed(Exception):

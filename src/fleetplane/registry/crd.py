@@ -14,7 +14,7 @@ from typing import Any
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.validation import CRD_CORE_SUFFIX, DNS1123_LABEL, DNS1123_SUBDOMAIN, crd_name
-from .conversion import validate_conversion
+from .conversion import Converter, validate_conversion
 from .types import (
     META_FIELDS,
     FieldGetter,
@@ -231,12 +231,17 @@ class CustomResourceStrategy(Strategy):
 
 #: the kube built-in a custom type imports, by (group, version, kind), if fleetplane knows it
 BuiltinLookup = Callable[[str, str, str], "ResourceType | None"]
+#: the in-process converter of a kind, by (group, kind), if there is one
+ConverterLookup = Callable[[str, str], "Converter | None"]
 
 
-def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None = None) -> list[ResourceType]:
+def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None = None,
+                   converter_for: ConverterLookup | None = None) -> list[ResourceType]:
     """One ResourceType per served version of an established CRD. ``imported_builtin`` (the
     catalog's :func:`~fleetplane.registry.catalog.imported_builtin`) names the kube built-in a
-    cluster's type imports: its OpenAPI definition becomes the type's ``openapi_definition``."""
+    cluster's type imports: its OpenAPI definition becomes the type's ``openapi_definition``.
+    ``converter_for`` (``Catalog.converter_for``) gives a CRD of several versions without a
+    webhook its in-process converter (:mod:`.conversion`)."""
     from .schema import StructuralSchema
 
     spec = obj["spec"]
@@ -246,6 +251,10 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
     ordered = sorted(versions, key=lambda v: _version_priority(v["name"]))
     storage_spec = next(v for v in spec["versions"] if v.get("storage"))
     storage_schema = StructuralSchema(_schema_doc(storage_spec))
+    conversion = spec.get("conversion")
+    webhook = isinstance(conversion, dict) and conversion.get("strategy") == "Webhook"
+    converter = (converter_for(spec["group"], names["kind"])
+                 if converter_for is not None and not webhook and len(spec["versions"]) > 1 else None)
     out = []
     for v in versions:
         schema_doc = _schema_doc(v)
@@ -272,11 +281,12 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,
             storage_version=storage_version, field_selectors=selectable, printer_columns=printer,
             openapi_schema=schema_doc, schema=schema, custom=True, crd_name=obj["metadata"]["name"],
-            conversion=spec.get("conversion"), storage_schema=storage_schema,
+            conversion=spec.get("conversion"), storage_schema=storage_schema, converter=converter,
             preferred=v is ordered[0],
             storage_version_hash=storage_version_hash(spec["group"], storage_version, names["kind"]),
             warning=_deprecation_warning(v, spec, names["kind"]),
             openapi_definition=builtin.openapi_definition if builtin is not None else "",
+            printer=builtin.printer if builtin is not None else None,
         ))
     return out
 

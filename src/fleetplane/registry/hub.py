@@ -18,6 +18,7 @@ from ..pipeline.admission.plugins import KindAdmission, KindCheck, default_chain
 from ..storage.interface import Store
 from ..storage.watchcache import WatchCache
 from .catalog import CRD_PREFIX, ROOT, Catalog
+from .conversion import Converter
 from .crd import default_crd, types_from_crd
 from .lifecycle import SYSTEM_MANAGER, Lifecycle
 from .store import Context, GenericStore
@@ -25,13 +26,15 @@ from .types import ResourceType
 
 log = logging.getLogger(__name__)
 
-def system_types(crds: Iterable[dict[str, Any]]) -> list[ResourceType]:
-    """The ResourceTypes of CRD documents served everywhere without being stored."""
+def system_types(crds: Iterable[dict[str, Any]],
+                 converters: Mapping[tuple[str, str], Converter] | None = None) -> list[ResourceType]:
+    """The ResourceTypes of CRD documents served everywhere without being stored; ``converters``
+    (by group and kind) convert between their versions."""
     out: list[ResourceType] = []
     for doc in crds:
         crd = {**doc, "spec": dict(doc["spec"])}
         default_crd(crd)
-        out.extend(types_from_crd(crd))
+        out.extend(types_from_crd(crd, converter_for=lambda group, kind: (converters or {}).get((group, kind))))
     return out
 
 
@@ -46,12 +49,14 @@ class Registry:
 
     def __init__(self, storage: Store, system_crds: Iterable[dict[str, Any]] = (),
                  admission: Mapping[tuple[str, str], KindCheck] | None = None, history_retention: float = 300.0,
-                 extra_types: Iterable[ResourceType] = (), plugins: Iterable[Plugin] = ()) -> None:
+                 extra_types: Iterable[ResourceType] = (), plugins: Iterable[Plugin] = (),
+                 converters: Mapping[tuple[str, str], Converter] | None = None) -> None:
         self.storage = storage
         self.history_retention = history_retention
         self._compactor: asyncio.Task[None] | None = None
         self.cache = WatchCache(storage)
-        self.catalog = Catalog([*extra_types, *system_types(system_crds)], crds_in=self.crds_in)
+        self.catalog = Catalog([*extra_types, *system_types(system_crds, converters)], crds_in=self.crds_in,
+                               converters=converters)
         chain = default_chain(self.namespace_state, self.cache.sync)
         for (group, kind), check in (admission or {}).items():
             chain.add(KindAdmission(f"{kind}Admission", group, kind, check, self.namespace_labels))

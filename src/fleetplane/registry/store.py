@@ -39,7 +39,7 @@ from ..storage.interface import (
 from ..storage.watchcache import CachedObject, WatchCache, Watcher, WatchEvent
 from . import apply as ssa
 from . import patch as patching
-from .conversion import Conversion, webhook_config
+from .conversion import Conversion, converts
 from .decode import check_delete_options, check_object_meta, drop_nulls
 from .meta import CLUSTER_ANNOTATION, generate_name, new_uid
 from .offload import OFF_LOOP_BYTES, off_loop
@@ -152,8 +152,8 @@ class GenericStore:
         if rt.stored_as is not None and obj.get("apiVersion") == rt.stored_as.api_version:
             return rt.stored_as.from_storage(obj)
         if rt.custom or obj.get("apiVersion") != rt.api_version:
-            if obj.get("apiVersion") != rt.api_version and webhook_config(rt) is not None:
-                raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted by the webhook")
+            if obj.get("apiVersion") != rt.api_version and converts(rt):
+                raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted")
             obj = copy_obj(obj)
             obj["apiVersion"] = rt.api_version
             rt.strategy.on_read(obj)
@@ -184,7 +184,7 @@ class GenericStore:
         """Stored objects as served in ``rt``'s version: through the CRD's conversion webhook
         (one review for all that need it, then pruned and defaulted by ``rt``'s schema) when
         it has one, else as :meth:`present` makes them."""
-        if webhook_config(rt) is None or all(o.get("apiVersion") == rt.api_version for o in objs):
+        if not converts(rt) or all(o.get("apiVersion") == rt.api_version for o in objs):
             return [self.present(rt, o) for o in objs]
         described = f"{rt.api_version}, Kind={rt.list_kind}" if list_kind else ""
         out = await self.conversion.convert(rt, objs, rt.api_version, described)
@@ -201,7 +201,7 @@ class GenericStore:
 
     async def present_converted(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """:meth:`present`, converting through the CRD's webhook if the version differs."""
-        if webhook_config(rt) is None or obj.get("apiVersion") == rt.api_version:
+        if not converts(rt) or obj.get("apiVersion") == rt.api_version:
             return self.present(rt, obj)
         (served,) = await self.converted(rt, [obj])
         return served
@@ -210,7 +210,7 @@ class GenericStore:
         """:meth:`stored_form`, converting to the storage version through the CRD's webhook
         when the object is in another version."""
         storage_version = rt.storage_api_version()
-        if webhook_config(rt) is None or obj.get("apiVersion") in (None, storage_version):
+        if not converts(rt) or obj.get("apiVersion") in (None, storage_version):
             return self.stored_form(rt, obj)
         (stored,) = await self.conversion.convert(rt, [obj], storage_version)
         stored = dict(stored)
@@ -252,7 +252,7 @@ class GenericStore:
             or self._default(rt, ctx.cluster, name)
         if cur is None:
             raise e.not_found(rt.group, rt.plural, name)
-        if webhook_config(rt) is not None:
+        if converts(rt):
             return await self.present_converted(rt, cur.obj)
         return self.presented(rt, cur)
 
@@ -293,7 +293,7 @@ class GenericStore:
     async def list(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> dict[str, Any]:
         """A list body; ``ctx.cluster`` "*" lists every logical cluster."""
         found, meta = await self._select(rt, ctx, opts)
-        if webhook_config(rt) is not None:
+        if converts(rt):
             items = await self.converted(rt, [o.obj for o in found], list_kind=True)
         else:
             items = [self.presented(rt, o) for o in found]
@@ -303,7 +303,7 @@ class GenericStore:
         """``list`` encoded, from each object's memoized JSON."""
         found, meta = await self._select(rt, ctx, opts)
         head = orjson.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta})
-        if webhook_config(rt) is not None:
+        if converts(rt):
             items = [orjson.dumps(o) for o in await self.converted(rt, [o.obj for o in found], list_kind=True)]
         else:
             items = [self.presented_json(rt, o) for o in found]

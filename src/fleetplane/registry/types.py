@@ -222,6 +222,9 @@ class ResourceType:
     #: from a CRD: its ``spec.conversion`` (``strategy: Webhook`` converts through a webhook, see
     #: :mod:`.conversion`); None: versions differ only in apiVersion
     conversion: Mapping[str, Any] | None = None
+    #: an in-process converter between the kind's versions (``(obj, api_version) -> obj``, see
+    #: :mod:`.conversion`): an imported built-in's own, or a plugin's; None: ``conversion`` decides
+    converter: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
     #: from a CRD: the storage version's structural schema (prunes what a webhook converts to it)
     storage_schema: StructuralSchema | None = None
     #: the group's preferred version when it has several

@@ -317,7 +317,8 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         store = EncryptedStore(store, load_encryption_config(opts.encryption_provider_config))
     reviews = Reviews()
     registry = Registry(store, system_crds=contributions.crds, admission=contributions.admission,
-                        extra_types=[*contributions.types, *reviews.types()], history_retention=opts.history_retention)
+                        extra_types=[*contributions.types, *reviews.types()], history_retention=opts.history_retention,
+                        converters=contributions.converters)
     _make_private(opts.storage or f"sqlite:{opts.data_dir / 'hub.db'}")
     server_url = f"{'https' if opts.tls else 'http'}://{host_for_url}:{opts.port}"
     issuer = service_accounts(opts, creds, registry, server_url)

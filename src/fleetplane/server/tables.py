@@ -191,7 +191,7 @@ def printer_for(rt: ResourceType) -> Printer:
     """The printer a type's tables use: its own. A cluster's built-in kind imported as a CRD
     (apps/v1 Deployment) prints like the built-in, so READY shows ready/desired as kube-apiserver does."""
     if rt.custom:
-        builtin = known_type(rt.group, rt.kind)
+        builtin = rt if rt.printer is not None else known_type(rt.group, rt.kind)
         if builtin is not None and builtin.printer is not None:
             return builtin.printer
     if rt.printer_columns:

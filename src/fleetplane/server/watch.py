@@ -15,7 +15,7 @@ from prometheus_client import Gauge
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
-from ..registry.conversion import webhook_config
+from ..registry.conversion import converts
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
 from ..storage.watchcache import CachedObject, WatchEvent
@@ -161,7 +161,7 @@ class _Encoder:
         if not events:
             return b""
         pairs = [(ev.type, ev.cur) if isinstance(ev, WatchEvent) else ev for ev in events]
-        if webhook_config(self.rt) is not None:
+        if converts(self.rt):
             objs = await self.store.converted(self.rt, [co.obj for _, co in pairs])
             return b"".join(self.event(etype, co, obj) for (etype, co), obj in zip(pairs, objs, strict=True))
         return b"".join(self.watch_event(ev) if isinstance(ev, WatchEvent) else self.event(*ev) for ev in events)

@@ -43,6 +43,15 @@ EXCLUDED = frozenset({"events", "events.events.k8s.io", "leases.coordination.k8s
                       "localsubjectaccessreviews.authorization.k8s.io", "podtemplates", "limitranges",
                       "resourcequotas"})
 APPROVED = "unapproved, imported from a physical cluster by fleetplane"
+#: the built-in kinds whose versions the hub converts with the built-in's own converters, and those
+#: versions (``registry.catalog.convertible_builtins``, which a controller may not import; a test
+#: keeps the two equal): imported in each of these versions the cluster serves, the cluster's
+#: preferred one the storage version. Any other built-in kind (or version, an old cluster's
+#: autoscaling/v2beta2) is imported in its preferred version only, since the hub could convert
+#: it by apiVersion alone.
+CONVERTED_BUILTINS: dict[tuple[str, str], frozenset[str]] = {
+    ("autoscaling", "HorizontalPodAutoscaler"): frozenset({"v1", "v2"}),
+}
 
 
 @dataclass
@@ -54,6 +63,21 @@ class TypeReport:
     conflicts: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     changed: bool = False
+
+
+def import_versions(r: ApiResource, served: list[ApiResource], report: TypeReport | None = None) -> list[ApiResource]:
+    """The versions of built-in ``r`` (the preferred one, first) to import: ``r`` and those of
+    the others the cluster serves (``served``) that the hub converts to it (:data:`CONVERTED_BUILTINS`);
+    the rest are left out, with a note in ``report``."""
+    others = [v for v in served if v.version != r.version and v.kind == r.kind]
+    convertible = CONVERTED_BUILTINS.get((r.group, r.kind), frozenset())
+    picked = [v for v in others if r.version in convertible and v.version in convertible]
+    left = [v.version for v in others if v not in picked]
+    if left and report is not None:
+        report.notes[r.group_resource] = (
+            f"imported in {', '.join([r.version, *(v.version for v in picked)])} only: the cluster also serves "
+            f"{', '.join(left)}, which the hub cannot convert to {r.version}")
+    return [r, *picked]
 
 
 class TypeSync:
@@ -128,7 +152,8 @@ class TypeSync:
         for r in wanted:
             name = crd_name(r.resource, r.group)
             try:
-                await self._import(r, name, down_crds.get(name), hub_crds.get(name), hub_disc, report)
+                await self._import(r, name, down_crds.get(name), hub_crds.get(name), hub_disc, report,
+                                   down_disc.get(r.group, r.resource))
             except ApiError as err:
                 if err.status == 0 or err.status >= 500:
                     raise
@@ -170,17 +195,27 @@ class TypeSync:
         self._openapi[gv] = (h, doc)
         return doc
 
-    async def candidate(self, r: ApiResource, down_crd: dict | None) -> dict:
-        """The CRD spec that imports ``r`` from the cluster."""
+    async def candidate(self, r: ApiResource, down_crd: dict | None, served: list[ApiResource] | None = None,
+                        report: TypeReport | None = None) -> dict:
+        """The CRD spec that imports ``r`` from the cluster: a built-in in the versions
+        :func:`import_versions` picks, ``r``'s (the preferred one) its storage version."""
         if down_crd is not None:
             return crd_spec_from_crd(down_crd.get("spec") or {})
-        doc = await self._openapi_doc(r)
-        gv = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
-        ckey = (gv, self._openapi[gv][0], r.kind, r.subresources, r.short_names, r.categories, r.singular)
-        cached = self._candidates.get(ckey) if self._openapi[gv][0] else None
+        picked = import_versions(r, served or [r], report)
+        docs = []
+        for v in picked:
+            doc = await self._openapi_doc(v)
+            gv = f"apis/{v.group}/{v.version}" if v.group else f"api/{v.version}"
+            docs.append((v, doc, gv, self._openapi[gv][0]))
+        ckey = (tuple((gv, h, v.subresources) for v, _, gv, h in docs), r.kind, r.short_names, r.categories, r.singular)
+        cached = self._candidates.get(ckey) if all(h for *_, h in docs) else None
         if cached is not None:
             return copy.deepcopy(cached)
-        version = crd_version_from_openapi(doc, r.group, r.version, r.kind, r.subresources)
+        versions = []
+        for v, doc, _, _ in docs:
+            version = crd_version_from_openapi(doc, v.group, v.version, v.kind, v.subresources)
+            version["storage"] = v is r
+            versions.append(version)
         names: dict[str, Any] = {"plural": r.resource, "singular": r.singular or r.kind.lower(), "kind": r.kind,
                  "listKind": r.kind + "List"}
         if r.short_names:
@@ -188,20 +223,20 @@ class TypeSync:
         if r.categories:
             names["categories"] = list(r.categories)
         spec = {"group": r.group, "names": names, "scope": "Namespaced" if r.namespaced else "Cluster",
-                "versions": [version], "conversion": {"strategy": "None"}}
+                "versions": versions, "conversion": {"strategy": "None"}}
         if len(self._candidates) > 256:
             self._candidates.clear()
         self._candidates[ckey] = spec
         return copy.deepcopy(spec)
 
     async def _import(self, r: ApiResource, name: str, down_crd: dict | None, hub_crd: dict | None,
-                      hub_disc: Discovery, report: TypeReport) -> None:
+                      hub_disc: Discovery, report: TypeReport, served: list[ApiResource] | None = None) -> None:
         cluster = self.syncer.cluster_name
         if down_crd is not None and (down_crd["metadata"].get("annotations") or {}).get(C.PUSHED_FROM_ANNOTATION) == self.syncer.logical_cluster:
             return  # our own copy of a hub CRD
         if hub_crd is None and hub_disc.get(r.group, r.resource):
             return  # the hub serves this type itself
-        spec = await self.candidate(r, down_crd)
+        spec = await self.candidate(r, down_crd, served, report)
         label = C.imported_from_label(cluster)
         if hub_crd is None:
             await self._create_hub_crd(name, spec, label, report)

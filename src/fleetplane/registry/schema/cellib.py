@@ -10,12 +10,13 @@ import ipaddress
 import re
 import urllib.parse
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from ...apimachinery.gofmt import format_float, go_quote
 from ...apimachinery.jsonvalue import json_equal
 from ...apimachinery.quantity import Quantity, QuantityError
-from .celengine import _cel_stdlib
+from .celengine import _cel, _cel_stdlib
 from .formats import _is_cidr, _is_ip, _is_uri
 from .regex import _go_regex, _RE2Fallback
 
@@ -288,6 +289,40 @@ def _rewrite_size_calls(source: str) -> str:
     return "".join(_RX_SIZE_CALL.sub("__k_size", text) if code else text for code, text in code_segments(source))
 
 
+#: a CEL Format value is carried as this prefix and the format's name (the engine has no opaque types)
+_FORMAT_PREFIX = "\x00format:"
+
+
+@cache
+def _format_checks() -> dict[str, Callable[[str], list[str]]]:
+    """The named formats of k8s.io/apiserver/pkg/cel/library/format.go, as error lists."""
+    from ...apimachinery import validation as v
+
+    def one(check: Callable[[str], str | None]) -> Callable[[str], list[str]]:
+        return lambda s: [err] if (err := check(s)) is not None else []
+
+    return {
+        "dns1123Label": one(v.dns1123_label_error),
+        "dns1123Subdomain": one(v.dns1123_subdomain_error),
+        "dns1035Label": v.dns1035_label_errors,
+        "qualifiedName": one(v.qualified_name_error),
+        "labelValue": one(v.label_value_error),
+    }
+
+
+def _k_format_named(name: str) -> Any:
+    """``format.named(name)``: the format, or none for a name the library lacks."""
+    return _cel.OptionalValue.of(_FORMAT_PREFIX + name) if name in _format_checks() else _cel.OptionalValue.none()
+
+
+def _k_format_validate(fmt: str, value: str) -> Any:
+    """``<format>.validate(s)``: none when ``s`` is valid, else the list of errors."""
+    if not isinstance(fmt, str) or not fmt.startswith(_FORMAT_PREFIX):
+        raise _CELError("no such overload: validate")
+    errs = _format_checks()[fmt[len(_FORMAT_PREFIX):]](value)
+    return _cel.OptionalValue.of(errs) if errs else _cel.OptionalValue.none()
+
+
 def _k_build_library() -> dict[str, Callable[..., Any]]:
     lib: dict[str, Callable[..., Any]] = dict(_cel_stdlib.STDLIB_FUNCTIONS) if _cel_stdlib else {}
     lib.update(
@@ -302,6 +337,10 @@ def _k_build_library() -> dict[str, Callable[..., Any]]:
             "findAll": _k_find_all,
             # strings.format
             "format": _k_format,
+            # format (library/format.go): format.<name>() and format.named(name), then .validate(s)
+            **{f"format.{name}": (lambda n=name: _FORMAT_PREFIX + n) for name in _format_checks()},
+            "format.named": _k_format_named,
+            "validate": _k_format_validate,
             # urls
             "url": _k_url,
             "isURL": _k_is_url,
