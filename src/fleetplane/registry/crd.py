@@ -248,7 +248,7 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
     names = (obj.get("status") or {}).get("acceptedNames") or spec["names"]
     versions = [v for v in spec["versions"] if v.get("served")]
     storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
-    ordered = sorted(versions, key=lambda v: _version_priority(v["name"]))
+    ordered = sorted(versions, key=lambda v: version_priority(v["name"]))
     storage_spec = next(v for v in spec["versions"] if v.get("storage"))
     storage_schema = StructuralSchema(_schema_doc(storage_spec))
     conversion = spec.get("conversion")
@@ -317,11 +317,11 @@ def _deprecation_warning(version: dict[str, Any], spec: dict[str, Any], kind: st
     name, group = version["name"], spec["group"]
     text = f"{group}/{name} {kind} is deprecated"
     better = sorted((v["name"] for v in spec["versions"] if v.get("served") and not v.get("deprecated")
-                     and _version_priority(v["name"]) < _version_priority(name)), key=_version_priority)
+                     and version_priority(v["name"]) < version_priority(name)), key=version_priority)
     return f"{text}; use {group}/{better[0]} {kind}" if better else text
 
 
-def _version_priority(v: str) -> tuple[int, int, int, str]:
+def version_priority(v: str) -> tuple[int, int, int, str]:
     """Kubernetes version ordering: GA > beta > alpha, higher numbers first, others last by name."""
     import re
 

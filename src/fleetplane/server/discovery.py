@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from ..registry.crd import version_priority
 from ..registry.types import ResourceType, storage_version_hash
 
 
@@ -28,9 +29,11 @@ def aggregated_content_type(version: str) -> str:
 
 
 def _versions_sorted(types: list[ResourceType]) -> list[str]:
-    """Group versions, preferred first (CRD version priority is already in ``preferred``)."""
+    """Group versions, preferred first: each type's preferred version (a CRD's by its version
+    priority), the highest priority of those first, as kube orders a group several CRDs share
+    (multicluster.x-k8s.io: ClusterProfiles v1alpha2/v1alpha1, PlacementDecisions v1alpha1)."""
     versions: list[str] = []
-    for rt in sorted(types, key=lambda r: not r.preferred):
+    for rt in sorted(types, key=lambda r: (not r.preferred, version_priority(r.version))):
         if rt.version not in versions:
             versions.append(rt.version)
     return versions
