@@ -141,6 +141,40 @@ def test_a_profile_whose_access_provider_fails_is_retried_and_others_are_unaffec
                                                   check=False)).code == 0 and r.json(), 60, interval=0.2,
                       what="the ConfigMap in the hub logical cluster")
         assert cm["data"] == {"clusterProfile": "default/broken"}
+        # its access configuration changes (another Secret): re-engaged with a new client
+        fleet.kubectl("create", "secret", "generic", "elsewhere-2", "-n", "default", f"--from-literal=token={mc_hub.token}")
+        cluster["extensions"][0]["extension"]["clusterName"] = "elsewhere-2"
+        fleet.kubectl("patch", "clusterprofile", "broken", "--subresource=status", "--type=merge", "-p",
+                      json.dumps({"status": {"accessProviders": [{"name": "secretreader", "cluster": cluster}]}}))
+        wait_metric(op, "multicluster_disengagements_total", 1, reason="AccessChanged")
+        wait_metric(op, ENGAGED, 2)
+        assert op.metric("multicluster_engagements_total") == 3
+        other_kubectl("delete", "configmap", "fleet-info", "-n", "default")
+        wait_for(lambda: other_kubectl("get", "configmap", "fleet-info", "-n", "default", check=False).code == 0, 60,
+                 interval=0.2, what="the ConfigMap put back through the new client")
     finally:
         op.stop()
     assert op.proc.returncode == 0, op.log.read_text()[-3000:]
+
+
+def test_with_leader_election_one_operator_works_and_the_other_takes_over(fleet: Fleet, member: PhysicalCluster) -> None:
+    fleet.apply_cluster("east", member.kubeconfig_text())
+    healthy_profile(fleet, "east")
+    first = Operator(fleet, "--leader-elect", "--data", "n=1")
+    second: Operator | None = None
+    try:
+        wait_configmap(member, {"n": "1", "clusterProfile": "default/east"})
+        wait_metric(first, ENGAGED, 1)
+        second = Operator(fleet, "--leader-elect", "--data", "n=2")
+        wait_for(second.metrics, 30, interval=0.2, what="the second operator's metrics endpoint")
+        # the follower engages nothing while the leader holds the Lease (the leader's ConfigMap stays)
+        assert second.metric(ENGAGED) == 0 and second.metric("multicluster_engagements_total") == 0
+        assert configmap(member)["data"] == {"n": "1", "clusterProfile": "default/east"}
+        first.stop()  # a clean stop releases the Lease
+        assert first.proc.returncode == 0, first.log.read_text()[-3000:]
+        wait_configmap(member, {"n": "2", "clusterProfile": "default/east"})
+        wait_metric(second, ENGAGED, 1)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
