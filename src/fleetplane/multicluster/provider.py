@@ -85,17 +85,24 @@ class ClusterProfileProvider:
         self.ready = ready
         #: cluster name -> why it could not be engaged (the last error), until it is
         self.failures: dict[str, str] = {}
-        self.informer = Informer(hub, profiles_path(namespace), self._changed, name=f"{name}/clusterprofiles",
-                                 label_selector=label_selector)
+        self._informer_args = (hub, profiles_path(namespace), label_selector)
+        self.informer = self._new_informer()
         self.controller: Controller[NamespacedKey] = Controller(
             f"{name}/provider", self._reconcile, workers=workers, base=retry_base, cap=retry_cap, jitter=True,
             on_error=self._report)
+
+    def _new_informer(self) -> Informer:
+        hub, path, selector = self._informer_args
+        return Informer(hub, path, self._changed, name=f"{self.name}/clusterprofiles", label_selector=selector)
 
     def _changed(self, key: Any, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self.controller.enqueue(key)
 
     async def run(self) -> None:
-        """Watch the profiles and keep the engaged clusters in line, until cancelled."""
+        """Watch the profiles and keep the engaged clusters in line, until cancelled. Each run
+        starts from an empty cache, so every profile is looked at again (after a lost Lease the
+        manager has disengaged everything)."""
+        self.informer = self._new_informer()
         await self.controller.run(self.informer.run())
 
     async def _reconcile(self, key: NamespacedKey) -> None:
