@@ -206,6 +206,10 @@ def render(r: dict, machine: str, when: str) -> str:
             "A cold fetch runs the exec plugin (KEP-541 protocol); a warm one returns the cached credential until",
             "its expirationTimestamp. Real plugins (cloud CLIs) take 100 ms to seconds, so the cache matters more.",
         ]
+    if "multicluster" in r:
+        from . import multicluster as multicluster_bench
+
+        lines += ["", *multicluster_bench.render(r["multicluster"])]
     return "\n".join(lines) + "\n"
 
 
@@ -275,6 +279,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import access as access_bench
 
         results["access"] = access_bench.run()
+    if want("multicluster"):
+        from . import multicluster as multicluster_bench
+
+        results["multicluster"] = asyncio.run(multicluster_bench.run(20 if quick else 100))
     if want("webhook"):
         from . import webhook as webhook_bench
 

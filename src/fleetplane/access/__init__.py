@@ -9,6 +9,11 @@ client libraries imported lazily) implementing the KEP-4322 access-provider mech
 >>> from fleetplane.access.clients.kubernetes_client import new_kubernetes_api_client
 >>> api = new_kubernetes_api_client(access)
 
+or, in the upstream Go library's shape (``access.NewFromFile`` + ``BuildConfigFromCP``):
+
+>>> from fleetplane.access import Config
+>>> conf = Config.from_file("clusterprofile-provider-file.json").build_config_from_cluster_profile(cp)
+
 Names are imported lazily so that the shipped plugins (``fleetplane.access.plugins``) start fast.
 """
 
@@ -46,6 +51,8 @@ _EXPORTS = {
     "load_provider_file": "provider",
     "add_provider_file_flag": "provider",
     "DEFAULT_PROVIDER_FILE": "provider",
+    # the upstream Go library's shape (access.New / NewFromFile / BuildConfigFromCP)
+    "Config": "kep",
     # profiles
     "AccessConfig": "profile",
     "build_access_config": "profile",
@@ -125,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover
         run_exec_plugin,
         run_exec_plugin_sync,
     )
+    from .kep import Config  # noqa: F401
     from .profile import (  # noqa: F401
         ADDITIONAL_ARGS_EXTENSION,
         ADDITIONAL_ENVS_EXTENSION,

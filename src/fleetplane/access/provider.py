@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: Flag name and default value, as upstream ``SetupProviderFileFlag``.
 PROVIDER_FILE_FLAG = "--clusterprofile-provider-file"
+#: The name KEP-4322 gives the flag since enhancements PR #5811; accepted as an alias.
+PROVIDER_FILE_FLAG_KEP = "--clusterprofile-access-provider"
 DEFAULT_PROVIDER_FILE = "clusterprofile-provider-file.json"
 
 
@@ -130,13 +132,15 @@ def add_provider_file_flag(
     default: str | None = DEFAULT_PROVIDER_FILE,
     required: bool = False,
 ) -> argparse.Action:
-    """Register ``--clusterprofile-provider-file`` (dest ``clusterprofile_provider_file``).
+    """Register ``--clusterprofile-provider-file`` (the Go library's name) and its alias
+    ``--clusterprofile-access-provider`` (the KEP's), dest ``clusterprofile_provider_file``.
 
     The default matches upstream (``clusterprofile-provider-file.json``). Load it with
-    :func:`load_provider_file` after parsing.
+    :func:`load_provider_file` (or ``Config.from_file``) after parsing.
     """
     return parser.add_argument(
         PROVIDER_FILE_FLAG,
+        PROVIDER_FILE_FLAG_KEP,
         dest="clusterprofile_provider_file",
         metavar="PATH",
         default=None if required else default,
