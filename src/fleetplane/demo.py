@@ -326,7 +326,9 @@ def main() -> int:
                                max(15.0, 60 - (time.monotonic() - demo.started)))
         demo.watch(("daemonsets,statefulsets",), _spread_to_three, max(10.0, 60 - (time.monotonic() - demo.started)),
                    "the DaemonSet and the StatefulSet")
-        demo.fleetplane("placement", "explain", "statefulset/db", "-n", "default")
+        demo.k("get", "statefulsets", "-l", "kcp.dev/cluster", "-o",
+               "custom-columns=NAME:.metadata.name,CLUSTER:.metadata.labels.kcp\\.dev/cluster,"
+               "FIRST-ORDINAL:.spec.ordinals.start,REPLICAS:.spec.replicas")
         print(f"done in {time.monotonic() - demo.started:.1f}s")
     except LabError as err:
         print(f"demo failed: {err}", file=sys.stderr)
