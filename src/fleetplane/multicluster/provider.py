@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..access import Config
 from ..inventory import GROUP, PLURAL, VERSION, ClusterProfile, ProfileFormatError
@@ -30,9 +30,7 @@ from ..kube.client import Client
 from ..kube.controller import Controller
 from ..kube.informer import Informer, NamespacedKey
 from . import metrics
-
-if TYPE_CHECKING:
-    from .manager import Cluster
+from .cluster import Cluster
 
 __all__ = ["ClusterProfileProvider", "Ready", "control_plane_healthy", "cluster_name", "profiles_path"]
 
@@ -107,7 +105,6 @@ class ClusterProfileProvider:
 
     async def _reconcile(self, key: NamespacedKey) -> None:
         from ..access.clients.kubernetes_asyncio_client import new_kubernetes_asyncio_client
-        from .manager import Cluster
 
         name = cluster_name(*key)
         profile = self.informer.get(key)
