@@ -410,8 +410,8 @@ class GenericStore:
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
-        rt.strategy.default(obj)
         await off_loop(size, self._prune_and_default, rt, ctx, obj)
+        rt.strategy.default(obj)  # after a schema's pruning: an imported built-in's defaults are not unknown fields
         now = now_rfc3339()
         if fields_owned and ctx.manager:
             # Before admission, as kube's create handler: the manager owns what it sent (with the
@@ -624,8 +624,8 @@ class GenericStore:
             meta = new["metadata"]
         else:
             rt.strategy.canonicalize(new)
-            rt.strategy.default(new)
             self._prune_and_default(rt, ctx, new)
+            rt.strategy.default(new)
             rt.strategy.prepare_for_update(new, old)
         errs = self._validate(rt, ctx, new, old)
         if old_meta.get("deletionTimestamp"):
