@@ -29,8 +29,7 @@ def daemonset(name: str, policy: dict | str | None = None) -> dict:
         ann["placement.fleetplane.io/policy"] = policy if isinstance(policy, str) else yaml.safe_dump(policy)
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": name, "namespace": "default", "annotations": ann, "labels": {"team": "infra"}},
-            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": copy.deepcopy(TEMPLATE),
-                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}}}
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": copy.deepcopy(TEMPLATE)}}
 
 
 def ds_status(child: dict, nodes: int, ready: int | None = None, observed: bool = True) -> dict:
@@ -76,7 +75,10 @@ def test_one_child_per_selected_cluster_and_the_summed_status(fleet: Fleet) -> N
         assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("DaemonSet", "agent",
                                                                               parent["metadata"]["uid"], True)
         assert "replicas" not in k["spec"]  # a DaemonSet has none: it runs on every node of its cluster
-        assert k["spec"]["template"] == TEMPLATE and k["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+        # the parent's template and, as kube defaults them, its update strategy and pod defaults
+        assert k["spec"]["template"] == parent["spec"]["template"]
+        assert k["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+        assert k["spec"]["template"]["spec"]["restartPolicy"] == "Always"
         assert "fleetplane.io/downstream-name" not in (md.get("annotations") or {})
     # not rolled out: rollout status waits
     rollout = subprocess.Popen([f.kubectl.binary, "--kubeconfig", str(f.kubeconfig), "-n", "default", "rollout",

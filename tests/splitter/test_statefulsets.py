@@ -33,8 +33,7 @@ def statefulset(name: str, replicas: int, policy: str | None = None) -> dict:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": name, "namespace": "default", "annotations": ann},
             "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": "web"}},
-                     "template": copy.deepcopy(TEMPLATE), "updateStrategy": {"type": "RollingUpdate"},
-                     "persistentVolumeClaimRetentionPolicy": {"whenScaled": "Retain", "whenDeleted": "Retain"},
+                     "template": copy.deepcopy(TEMPLATE),
                      "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
                          "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}
 
@@ -127,7 +126,8 @@ def test_ordinal_ranges_the_summed_status_and_rollout_status(fleet: Fleet) -> No
     f.put_status(STS, kids["east"], sts_status(kids["east"]))
     out, _ = rollout.communicate(40)
     assert rollout.returncode == 0, out
-    assert f"statefulset rolling update complete 5 pods at revision {st['updateRevision']}..." in out
+    # as a cluster prints it: kube defaults updateStrategy.rollingUpdate.partition to 0
+    assert "partitioned roll out complete: 5 new pods have been updated..." in out
     placement = condition(f, "db", "Placement")
     assert (placement["status"], placement["reason"]) == ("True", "Placed") and "lastUpdateTime" not in placement
     # a new template: a new updateRevision, currentRevision follows once every child has rolled it out
@@ -267,7 +267,7 @@ def test_e2e_ordinals_keep_their_identity_across_clusters(world: World) -> None:
     got = wait_for(lambda: settled(f, "db", 5), 90, interval=0.3,
                    what=f"db placed and ready (now {ranges(f, 'db')}, {status(f, 'db')})")
     out = f.kubectl("rollout", "status", "statefulset/db", "--timeout=40s").out
-    assert "statefulset rolling update complete 5 pods" in out
+    assert "partitioned roll out complete: 5 new pods have been updated..." in out
     rows = {r.split()[0]: r.split()[1] for r in f.kubectl("get", "statefulsets").out.splitlines()[1:]}
     assert rows == {"db": "5/5", **{f"db--{c}": f"{n}/{n}" for c, (_, n) in got.items()}}, rows
     # every Pod keeps its fleet-wide name db-<ordinal>, each claim data-db-<ordinal>, in its range's cluster

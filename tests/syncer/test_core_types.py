@@ -133,8 +133,11 @@ def test_kubectl_set_image_scale_and_rollout_on_an_imported_deployment(hub, sim,
     wait_for(lambda: down.get(f"{deploys}/web"), 20, what="the Deployment in the cluster")
     k("set", "image", "deployment/web", "web=nginx:1.28")
     containers = up.get(f"{deploys}/web")["spec"]["template"]["spec"]["containers"]
-    assert containers == [{"name": "web", "image": "nginx:1.28", "resources": {"requests": {"cpu": "10m"}}},
-                          {"name": "log", "image": "busybox:1"}], containers
+    # (with the built-in's container defaults, as a cluster shows them)
+    defaults = {"imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File"}
+    assert containers == [{"name": "web", "image": "nginx:1.28", "resources": {"requests": {"cpu": "10m"}}, **defaults},
+                          {"name": "log", "image": "busybox:1", "resources": {}, **defaults}], containers
     k("scale", "deployment/web", "--replicas=2")
     k("rollout", "restart", "deployment/web")
     hub_obj = up.get(f"{deploys}/web")

@@ -11,7 +11,7 @@ from fleetplane.apis.autoscaling import (
     v1_to_v2,
     v2_to_v1,
 )
-from fleetplane.fleet.hpas.controller import aggregate_metrics, hub_defaults
+from fleetplane.fleet.hpas.controller import aggregate_metrics
 from fleetplane.fleet.hpas.split import apportion, split_bounds
 
 
@@ -34,8 +34,6 @@ def test_metrics_are_averaged_weighted_by_replicas() -> None:
     assert aggregate_metrics([child(3, 100), child(1, 20)]) == [
         {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 80}}}]
     assert aggregate_metrics([{"status": {}}]) == []
-    assert hub_defaults({"minReplicas": 2, "maxReplicas": 3})["metrics"][0]["resource"]["target"]["averageUtilization"] == 80
-    assert hub_defaults({"minReplicas": 2, "metrics": [{"type": "Pods"}]}) == {}
 
 
 def _hpa(**spec: object) -> dict:

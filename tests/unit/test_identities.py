@@ -272,8 +272,6 @@ def _hpa_controller_calls() -> list[Call]:
         out += [Call(c, f, snippet, "list", group, res, where="wildcard"),
                 Call(c, f, snippet, "watch", group, res, where="wildcard")]
     out += [
-        Call(c, f, 'await self.hub.patch(hub_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}', "patch", *hpa,
-             namespace="default", name="web"),
         Call(c, f, "await self.hub.create(path, body, FIELD_MANAGER)", "create", *hpa, namespace="default"),
         Call(c, f, "ops.append(self.hub.replace(f\"{path}/{meta(have)['name']}\", new, FIELD_MANAGER))", "update", *hpa,
              namespace="default", name="web--east"),
@@ -504,6 +502,8 @@ def test_the_hpa_controller_gets_nothing_it_does_not_use() -> None:
         assert not any_allows(hpa, verb, *PROFILES, name="p")
     for verb in ("create", "update", "delete"):
         assert not any_allows(hpa, verb, *DEPLOY, name="web")
+    # the hub defaults an HPA itself: the controller never patches one
+    assert not any_allows(hpa, "patch", "autoscaling", "horizontalpodautoscalers", name="web")
     assert not any(RBAC in (r.get("apiGroups") or []) for r in hpa)
     assert not any_allows(hpa, "get", path=ids.WILDCARD_PATH)
     assert not any_allows(hpa, "update", *LEASES, name=ids.SPLITTER_LEASE)

@@ -609,7 +609,7 @@ def _hpa_controller_rules() -> list[dict[str, Any]]:
     - ``/clusters/*`` ``list``, ``watch`` of horizontalpodautoscalers (autoscaling) and deployments
       (apps): its two informers.
     - horizontalpodautoscalers ``create``, ``update``, ``delete`` (the child HPAs, uid-guarded
-      deletes), ``patch`` (kube's defaults into a parent the hub stored without them) and horizontalpodautoscalers/status ``update`` (the parent's aggregated status). RBAC
+      deletes) and horizontalpodautoscalers/status ``update`` (the parent's aggregated status). RBAC
       cannot tell parents from children (a label): these apply to every HPA.
     - deployments ``patch``: the parent's ``autoscaling.fleetplane.io/hpa`` annotation and its
       ``spec.replicas`` (the sum of its children's). It never creates, updates or deletes a Deployment.
@@ -620,7 +620,7 @@ def _hpa_controller_rules() -> list[dict[str, Any]]:
     return _merge(
         [_rule(_WATCH_VERBS, urls=[WILDCARD_PATH])],
         [_rule(_WATCH_VERBS, ["autoscaling"], ["horizontalpodautoscalers"]), _rule(_WATCH_VERBS, [APPS], ["deployments"])],
-        [_rule(["create", "delete", "patch", "update"], ["autoscaling"], ["horizontalpodautoscalers"]),
+        [_rule(["create", "delete", "update"], ["autoscaling"], ["horizontalpodautoscalers"]),
          _rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
          _rule(["patch"], [APPS], ["deployments"]),
          _rule(["create", "patch"], [CORE], ["events"]),

@@ -37,7 +37,9 @@ def imported_builtin(group: str, version: str, kind: str) -> ResourceType | None
     merge with the built-in's patch metadata (merge keys, strategies), as on the cluster, where the
     imported CRD's schema cannot carry them (kube drops ``x-kubernetes-patch-*`` from CRDs). Where
     the two disagree the built-in's wins, like kube; validation, pruning and server-side apply's
-    list types stay the CRD's (converted from the same OpenAPI)."""
+    list types stay the CRD's (converted from the same OpenAPI). Its strategy's scheme defaults
+    (``default`` only: no validation, allocation or admission) become the type's, so a Deployment
+    on the hub has its strategy and revisionHistoryLimit as on a cluster (docs/api.md)."""
     rt = _builtin_versions().get((group, kind), {}).get(version)
     return rt if rt is not None and rt.openapi_definition else None
 

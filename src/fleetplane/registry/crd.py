@@ -209,14 +209,30 @@ def is_established(obj: dict[str, Any]) -> bool:
 
 
 class CustomResourceStrategy(Strategy):
-    """Custom resources: schema pruning, defaulting and validation; status split when enabled."""
+    """Custom resources: schema pruning, defaulting and validation; status split when enabled.
+
+    ``builtin``: the strategy of the kube built-in an imported type stands for (a cluster's apps/v1
+    Deployment): its scheme defaults (``default``, only that) apply after the schema's pruning and
+    defaults, on every write and on read, so the hub stores and serves what a cluster would."""
 
     tracks_generation = True
     allow_unconditional_update = False
 
-    def __init__(self, rt_schema: Any, status_subresource: bool) -> None:
+    def __init__(self, rt_schema: Any, status_subresource: bool, builtin: Strategy | None = None) -> None:
         self.schema = rt_schema
         self.status_subresource = status_subresource
+        self.builtin = builtin
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """The built-in's scheme defaults (kube's SetDefaults_*), kept to what the schema has fields
+        for: the type's schema decides what is stored, and a field it lacks is nobody's "unknown
+        field". The store runs this after the schema's own defaults, which fill a field first where
+        both would (an imported schema's defaults come from the same kube OpenAPI, so they agree)."""
+        if self.builtin is None:
+            return
+        self.builtin.default(obj)
+        if self.schema is not None:
+            self.schema.prune(obj)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.schema.validate(obj) if self.schema is not None else []
@@ -225,8 +241,10 @@ class CustomResourceStrategy(Strategy):
         return self.schema.validate(obj, old) if self.schema is not None else []
 
     def on_read(self, obj: dict[str, Any]) -> None:
+        """Defaulting on read, as kube's decoding from storage (objects stored before a default)."""
         if self.schema is not None:
             self.schema.default(obj)
+        self.default(obj)
 
 
 #: the kube built-in a custom type imports, by (group, version, kind), if fleetplane knows it
@@ -239,7 +257,8 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
                    converter_for: ConverterLookup | None = None) -> list[ResourceType]:
     """One ResourceType per served version of an established CRD. ``imported_builtin`` (the
     catalog's :func:`~fleetplane.registry.catalog.imported_builtin`) names the kube built-in a
-    cluster's type imports: its OpenAPI definition becomes the type's ``openapi_definition``.
+    cluster's type imports: its OpenAPI definition becomes the type's ``openapi_definition`` and
+    its strategy's scheme defaults the type's (:class:`CustomResourceStrategy`).
     ``converter_for`` (``Catalog.converter_for``) gives a CRD of several versions without a
     webhook its in-process converter (:mod:`.conversion`)."""
     from .schema import StructuralSchema
@@ -275,7 +294,7 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
         out.append(ResourceType(
             group=spec["group"], version=v["name"], kind=names["kind"], plural=names["plural"],
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
-            strategy=CustomResourceStrategy(schema, "status" in sub),
+            strategy=CustomResourceStrategy(schema, "status" in sub, builtin.strategy if builtin is not None else None),
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             list_kind=names.get("listKind") or names["kind"] + "List", subresources=subresources,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")) if scale else None,

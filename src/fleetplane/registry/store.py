@@ -364,6 +364,13 @@ class GenericStore:
             self._unknown_fields(rt, ctx, obj, unknown)
         rt.schema.default(obj)
 
+    def _decode_defaults(self, rt: ResourceType, ctx: Context, obj: dict[str, Any]) -> None:
+        """What decoding a written body does: a custom type's pruning and schema defaults, then the
+        type's scheme defaults (after the pruning, so an imported built-in kind's defaults are never
+        unknown fields: registry/crd.py CustomResourceStrategy)."""
+        self._prune_and_default(rt, ctx, obj)
+        rt.strategy.default(obj)
+
     @staticmethod
     def _unknown_fields(rt: ResourceType, ctx: Context, obj: dict[str, Any], unknown: builtins.list[str]) -> None:
         if ctx.field_validation == "Strict":
@@ -410,8 +417,7 @@ class GenericStore:
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         rt.strategy.canonicalize(obj)
-        rt.strategy.default(obj)
-        await off_loop(size, self._prune_and_default, rt, ctx, obj)
+        await off_loop(size, self._decode_defaults, rt, ctx, obj)
         now = now_rfc3339()
         if fields_owned and ctx.manager:
             # Before admission, as kube's create handler: the manager owns what it sent (with the
@@ -624,8 +630,7 @@ class GenericStore:
             meta = new["metadata"]
         else:
             rt.strategy.canonicalize(new)
-            rt.strategy.default(new)
-            self._prune_and_default(rt, ctx, new)
+            self._decode_defaults(rt, ctx, new)
             rt.strategy.prepare_for_update(new, old)
         errs = self._validate(rt, ctx, new, old)
         if old_meta.get("deletionTimestamp"):

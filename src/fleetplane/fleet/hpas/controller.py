@@ -74,19 +74,6 @@ def _is_child(obj: Mapping[str, Any]) -> bool:
     return LABEL_CLUSTER in (meta(obj).get("labels") or {})
 
 
-def hub_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """What kube-apiserver's defaulting (``SetDefaults_HorizontalPodAutoscaler``) would add to an
-    HPA the hub stores without it (its CRD, imported from a cluster's OpenAPI, has no defaults):
-    minReplicas 1 and, without metrics, the 80 % CPU Utilization metric."""
-    out: dict[str, Any] = {}
-    if spec.get("minReplicas") is None:
-        out["minReplicas"] = 1
-    if not spec.get("metrics"):
-        out["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
-                                                                                      "averageUtilization": 80}}}]
-    return out
-
-
 def set_condition(conditions: list[dict], ctype: str, status: str, reason: str, message: str) -> list[dict]:
     """kube's setCondition: lastTransitionTime moves only with the status."""
     old = next((c for c in conditions if c.get("type") == ctype), None)
@@ -213,11 +200,8 @@ class HPAController:
             if hpa is None:
                 await self._cleanup(key)
             return
+        # (the hub defaults an imported HPA as kube does: minReplicas, the 80 % CPU metric)
         md, spec = meta(hpa), hpa.get("spec") or {}
-        defaults = hub_defaults(spec)
-        if defaults:
-            await self.hub.patch(hub_path(lc, API_VERSION, HPA[2], ns, name), {"spec": defaults}, MERGE_PATCH, FIELD_MANAGER)
-            return  # its update brings it back
         ref = spec.get("scaleTargetRef") or {}
         children_hpas = self._children_hpas(key, md.get("uid"))
         conditions = list((hpa.get("status") or {}).get("conditions") or [])
