@@ -23,7 +23,7 @@ from typing import Any
 from .client import ApiError, Client
 from .workqueue import Backoff
 
-__all__ = ["ClusterKey", "EventHandler", "Informer", "NamespacedKey", "cluster_key", "logical_cluster_of",
+__all__ = ["ClusterKey", "EnqueueKey", "EventHandler", "Informer", "NamespacedKey", "cluster_key", "logical_cluster_of",
            "namespaced_key", "object_key", "wait_synced"]
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,23 @@ class EventHandler:
             self.on_add(new)
         else:
             self.on_update(old, new)
+
+
+class EnqueueKey(EventHandler):
+    """The handler most controllers need: every add, update and delete of an object queues its
+    ``namespace/name`` (the reconcile reads the latest state from the cache)."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue  # a WorkQueue (anything with add(key))
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.queue.add(object_key(obj))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.queue.add(object_key(new))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.queue.add(object_key(obj))
 
 
 class _Expired(Exception):

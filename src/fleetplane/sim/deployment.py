@@ -36,7 +36,7 @@ from ..apis.apps import POD_TEMPLATE_HASH, REVISION_ANNOTATION
 from ..kube.client import ApiError, Client, api_path
 from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, EventHandler, Informer, object_key
 from ..kube.workqueue import WorkQueue
 from .util import controller_ref, get_condition, meta, now, owner_ref, parse_time
 
@@ -222,7 +222,7 @@ class DeploymentController:
         self.recorder = recorder
         self.workers = workers
         self.queue = WorkQueue("deployment", base=0.005, cap=60.0)
-        deployments.add_handler(_DeploymentHandler(self))
+        deployments.add_handler(EnqueueKey(self.queue))
         replicasets.add_handler(_RSHandler(self))
         pods.add_handler(_PodHandler(self))
 
@@ -859,19 +859,6 @@ def _status_equal(old: dict, new: dict) -> bool:
             return False
     return (old.get("conditions") or []) == (new.get("conditions") or [])
 
-
-class _DeploymentHandler(EventHandler):
-    def __init__(self, c: DeploymentController) -> None:
-        self.c = c
-
-    def on_add(self, obj: dict) -> None:
-        self.c.queue.add(object_key(obj))
-
-    def on_update(self, old: dict, new: dict) -> None:
-        self.c.queue.add(object_key(new))
-
-    def on_delete(self, obj: dict) -> None:
-        self.c.queue.add(object_key(obj))
 
 
 class _RSHandler(EventHandler):

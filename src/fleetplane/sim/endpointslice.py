@@ -22,7 +22,7 @@ from typing import Any
 from ..apimachinery.labels import selector_matches
 from ..kube.client import ApiError, Client, api_path
 from ..kube.controller import run_workers
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, EventHandler, Informer, object_key
 from ..kube.workqueue import WorkQueue
 from .util import meta, owner_ref, pod_is_active, pod_is_ready
 
@@ -111,7 +111,7 @@ class EndpointSliceController:
         self.slices = slices
         self.workers = workers
         self.queue = WorkQueue("endpointslice", base=0.005, cap=30.0)
-        services.add_handler(_ServiceHandler(self))
+        services.add_handler(EnqueueKey(self.queue))
         pods.add_handler(_PodHandler(self))
         slices.add_handler(_SliceHandler(self))
 
@@ -161,19 +161,6 @@ class EndpointSliceController:
             if err.status not in (404, 409):
                 raise
 
-
-class _ServiceHandler(EventHandler):
-    def __init__(self, c: EndpointSliceController) -> None:
-        self.c = c
-
-    def on_add(self, obj: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(obj))
-
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(new))
-
-    def on_delete(self, obj: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(obj))
 
 
 class _PodHandler(EventHandler):

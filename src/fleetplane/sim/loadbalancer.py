@@ -23,7 +23,7 @@ from typing import Any
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
 from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, Informer, object_key
 from ..kube.workqueue import WorkQueue
 from .util import meta
 
@@ -59,7 +59,7 @@ class LoadBalancerController:
         self.queue = WorkQueue("loadbalancer", base=0.05, cap=30.0)
         #: service key -> its address (what we handed out, also before the informer shows it)
         self.assigned: dict[str, str] = {}
-        services.add_handler(_Handler(self))
+        services.add_handler(EnqueueKey(self.queue))
 
     async def run(self) -> None:
         await run_workers(self.queue, self.sync, self.workers)
@@ -134,16 +134,3 @@ class LoadBalancerController:
             raise
         self.recorder.event(svc, "Normal", "DeletedLoadBalancer", "Deleted load balancer", component=COMPONENT)
 
-
-class _Handler(EventHandler):
-    def __init__(self, c: LoadBalancerController) -> None:
-        self.c = c
-
-    def on_add(self, obj: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(obj))
-
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(new))
-
-    def on_delete(self, obj: dict[str, Any]) -> None:
-        self.c.queue.add(object_key(obj))
