@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from .client import ApiError, Client
-from .workqueue import Backoff
+from .workqueue import Backoff, WorkQueue
 
 __all__ = ["ClusterKey", "EnqueueKey", "EventHandler", "Informer", "NamespacedKey", "cluster_key", "logical_cluster_of",
            "namespaced_key", "object_key", "wait_synced"]
@@ -86,8 +86,8 @@ class EnqueueKey(EventHandler):
     """The handler most controllers need: every add, update and delete of an object queues its
     ``namespace/name`` (the reconcile reads the latest state from the cache)."""
 
-    def __init__(self, queue: Any) -> None:
-        self.queue = queue  # a WorkQueue (anything with add(key))
+    def __init__(self, queue: WorkQueue) -> None:
+        self.queue = queue
 
     def on_add(self, obj: dict[str, Any]) -> None:
         self.queue.add(object_key(obj))

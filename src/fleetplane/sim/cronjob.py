@@ -25,7 +25,7 @@ from ..apimachinery.cron import due, history_to_delete, job_finished, job_from_t
 from ..kube.client import ApiError, Client, api_path
 from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, EventHandler, Informer, object_key
 from ..kube.workqueue import WorkQueue
 from .util import controller_ref, meta, parse_time
 
@@ -44,7 +44,7 @@ class CronJobController:
         self.recorder = recorder
         self.workers = workers
         self.queue = WorkQueue("cronjob", base=0.005, cap=60.0)
-        cronjobs.add_handler(_CronJobHandler(self))
+        cronjobs.add_handler(_CronJobHandler(self.queue))
         jobs.add_handler(_JobHandler(self))
 
     async def run(self) -> None:
@@ -166,19 +166,12 @@ class CronJobController:
             raise
 
 
-class _CronJobHandler(EventHandler):
-    def __init__(self, c: CronJobController) -> None:
-        self.c = c
+class _CronJobHandler(EnqueueKey):
+    """A CronJob's key on any change, as kube's controller (a client may rewrite the status it
+    works from); a deleted one's pending fire is cancelled."""
 
-    def on_add(self, cj: dict) -> None:
-        self.c.queue.add(object_key(cj))
-
-    def on_update(self, old: dict, new: dict) -> None:
-        """Any change, as kube's controller (a client may rewrite the status it works from)."""
-        self.c.queue.add(object_key(new))
-
-    def on_delete(self, cj: dict) -> None:
-        self.c.queue.cancel_timer(object_key(cj))
+    def on_delete(self, obj: dict) -> None:
+        self.queue.cancel_timer(object_key(obj))
 
 
 class _JobHandler(EventHandler):

@@ -36,7 +36,7 @@ from ..apis.apps import CONTROLLER_REVISION_HASH, TEMPLATE_GENERATION
 from ..kube.client import ApiError, Client, api_path
 from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, Informer, object_key
 from ..kube.workqueue import WorkQueue
 from .deployment import compute_hash
 from .owned import OwnedPods, PodWriter
@@ -342,15 +342,12 @@ class DaemonSetController:
             self.queue.add_after(key, float(min_ready))
 
 
-class _Enqueue(EventHandler):
+class _Enqueue(EnqueueKey):
+    """A DaemonSet's key on add and update; a deleted one only drops its expectations."""
+
     def __init__(self, c: DaemonSetController) -> None:
+        super().__init__(c.queue)
         self.c = c
-
-    def on_add(self, obj: dict) -> None:
-        self.c.queue.add(object_key(obj))
-
-    def on_update(self, old: dict, new: dict) -> None:
-        self.c.queue.add(object_key(new))
 
     def on_delete(self, obj: dict) -> None:
         self.c.expectations.delete(object_key(obj))

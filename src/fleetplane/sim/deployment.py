@@ -860,7 +860,6 @@ def _status_equal(old: dict, new: dict) -> bool:
     return (old.get("conditions") or []) == (new.get("conditions") or [])
 
 
-
 class _RSHandler(EventHandler):
     def __init__(self, c: DeploymentController) -> None:
         self.c = c

@@ -162,7 +162,6 @@ class EndpointSliceController:
                 raise
 
 
-
 class _PodHandler(EventHandler):
     def __init__(self, c: EndpointSliceController) -> None:
         self.c = c

@@ -41,7 +41,7 @@ from ..apis.apps import CONTROLLER_REVISION_HASH
 from ..kube.client import MERGE_PATCH, ApiError, Client, api_path
 from ..kube.controller import run_workers
 from ..kube.events import EventRecorder
-from ..kube.informer import EventHandler, Informer, object_key
+from ..kube.informer import EnqueueKey, Informer
 from ..kube.workqueue import WorkQueue
 from .deployment import compute_hash
 from .owned import OwnedPods, PodWriter
@@ -151,7 +151,7 @@ class StatefulSetController:
         self.writer = PodWriter(kube, recorder, COMPONENT, created="create Pod {pod} in StatefulSet {owner} successful",
                                 deleted="delete Pod {pod} in StatefulSet {owner} successful",
                                 failed="create Pod {pod} in StatefulSet {owner} failed error: {error}")
-        statefulsets.add_handler(_Enqueue(self))
+        statefulsets.add_handler(_Enqueue(self.queue))
         pods.add_handler(OwnedPods("StatefulSet", statefulsets, self.queue.add))
 
     async def run(self) -> None:
@@ -297,12 +297,8 @@ class StatefulSetController:
             self.queue.add_after(key, float(min_ready))
 
 
-class _Enqueue(EventHandler):
-    def __init__(self, c: StatefulSetController) -> None:
-        self.c = c
+class _Enqueue(EnqueueKey):
+    """A StatefulSet's key on add and update; nothing to do for a deleted one."""
 
-    def on_add(self, obj: dict) -> None:
-        self.c.queue.add(object_key(obj))
-
-    def on_update(self, old: dict, new: dict) -> None:
-        self.c.queue.add(object_key(new))
+    def on_delete(self, obj: dict) -> None:
+        pass
