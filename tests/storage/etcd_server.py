@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import itertools
 import json
 import os
 import shutil
@@ -37,6 +38,24 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_next_stable = itertools.count(20000 + 1000 * (_WORKER % 12))
+
+
+def _stable_port() -> int:
+    """A free port below the kernel's ephemeral range, from this xdist worker's own block.
+    A member keeps its ports across restarts; a port from bind(0) could be handed to another
+    worker's server while the member is down, and a restart would then talk to that server."""
+    for port in _next_stable:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port")
 
 
 @dataclass
@@ -96,8 +115,8 @@ class Member:
     def __init__(self, name: str, directory: Path, tls: TLSFiles | None) -> None:
         self.name = name
         self.dir = directory
-        self.client_port = _free_port()
-        self.peer_port = _free_port()
+        self.client_port = _stable_port()
+        self.peer_port = _stable_port()
         self.tls = tls
         self.proc: subprocess.Popen | None = None
 
@@ -137,9 +156,21 @@ class Member:
             ctx.load_cert_chain(str(self.tls.client_cert), str(self.tls.client_key))
         try:
             with urllib.request.urlopen(self.client_url + "/health", timeout=1, context=ctx) as r:
-                return json.loads(r.read()).get("health") == "true"
+                if json.loads(r.read()).get("health") != "true":
+                    return False
+            return self._answers_as_itself(ctx)
         except (OSError, ValueError):
             return False
+
+    def _answers_as_itself(self, ctx: ssl.SSLContext | None) -> bool:
+        """Whether the etcd on our client port is this member (its peer URL is ours). Another
+        xdist worker may pick our client port while this member is stopped; without this check a
+        restart could take that foreign etcd's health for ours."""
+        req = urllib.request.Request(self.client_url + "/v3/cluster/member/list", data=b"{}", method="POST")
+        with urllib.request.urlopen(req, timeout=1, context=ctx) as r:
+            body = json.loads(r.read())
+        me = body.get("header", {}).get("member_id")
+        return any(m.get("ID") == me and self.peer_url in m.get("peerURLs", []) for m in body.get("members", []))
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is None or self.proc.poll() is not None:
