@@ -210,6 +210,10 @@ def render(r: dict, machine: str, when: str) -> str:
         from . import multicluster as multicluster_bench
 
         lines += ["", *multicluster_bench.render(r["multicluster"])]
+    if "commit" in r:
+        from . import commit as commit_bench
+
+        lines += ["", *commit_bench.render(r["commit"])]
     return "\n".join(lines) + "\n"
 
 
@@ -291,6 +295,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import limits as limits_bench
 
         results["limits"] = limits_bench.run(quick=quick)
+    if want("commit"):
+        from . import commit as commit_bench
+
+        results["commit"] = asyncio.run(commit_bench.run(rounds=3 if quick else 5))
     return results
 
 

@@ -79,3 +79,25 @@ def test_kubectl_through_the_dispatcher_picks_the_matching_minor(tmp_path):
         assert "Server Version: v1.32" in k("version").out
     finally:
         hub.stop()
+
+
+def _sample(metrics: str, name: str) -> float:
+    return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(name + " "))
+
+
+def test_group_commits_are_reported_on_metrics(tmp_path):
+    """Every write is in some group commit: /metrics counts the commits and their writes (the
+    hub writes on its own too: only growth is asserted)."""
+    hub = Hub(tmp_path / "commits").start()
+    try:
+        text = hub.request("GET", "/metrics")[2].decode()
+        commits, writes = (_sample(text, "fleetplane_storage_commit_duration_seconds_count"),
+                           _sample(text, "fleetplane_storage_commit_writes_sum"))
+        for i in range(5):
+            assert hub.json("POST", "/api/v1/namespaces/default/configmaps", cm(f"c{i}"))[0] == 201
+        text = hub.request("GET", "/metrics")[2].decode()
+        assert _sample(text, "fleetplane_storage_commit_writes_sum") - writes >= 5
+        assert _sample(text, "fleetplane_storage_commit_duration_seconds_count") > commits
+        assert "fleetplane_storage_commit_duration_seconds_bucket{le=" in text
+    finally:
+        assert hub.stop() == 0

@@ -123,3 +123,22 @@ def verb_of(req: Request, info: RequestInfo | None) -> str:
         return "watch" if req.flag("watch") else "list"
     return {"POST": "create", "PUT": "update", "PATCH": "apply" if "apply-patch" in req.content_type else "patch",
             "DELETE": "delete" if info.name else "deletecollection"}.get(m, m.lower())
+
+
+class StoreMetrics:
+    """The embedded store's group commits (storage/sqlite.py): how long each takes and how many
+    writes it carries, observed from the writer thread (prometheus_client is thread-safe)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.duration = Histogram("fleetplane_storage_commit_duration_seconds",
+                                  "Time of one group commit of the embedded store, fsync included.",
+                                  buckets=COMMIT_BUCKETS, registry=registry)
+        self.writes = Histogram("fleetplane_storage_commit_writes", "Writes per group commit of the embedded store.",
+                                buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), registry=registry)
+
+    def observe(self, writes: int, seconds: float) -> None:
+        self.duration.observe(seconds)
+        self.writes.observe(writes)
+
+
+COMMIT_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024)
