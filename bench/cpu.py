@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -131,8 +132,8 @@ class Bench:
                 rates.append(n / wall)
         finally:
             if spy is not None:
-                spy.terminate()
-                spy.wait(30)
+                spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT, not on SIGTERM
+                spy.wait(60)
         result = {"op": what, "n": n, "rounds": rounds, "cpu_us": statistics.median(per), "cpu_us_rounds": [round(p, 1) for p in per],
                   "rate": statistics.median(rates)}
         print(f"{what:<22} {result['cpu_us']:8.1f} us/request  (rounds {', '.join(f'{p:.0f}' for p in per)}; {result['rate']:.0f}/s)",
