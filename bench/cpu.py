@@ -10,14 +10,17 @@ the median is reported.
 Operations: ConfigMap create, Deployment create (apps/v1 as a CRD imported from a cluster's
 OpenAPI, the large-schema type), ConfigMap get, list of a namespace holding 100 ConfigMaps.
 
-``--profile DIR`` also records a py-spy profile of the hub per operation (py-spy on PATH or
-in the venv), ``--json FILE`` writes the results.
+``--compare SRC`` runs a second hub on another source tree (e.g. ``git archive`` of the commit
+before a change, its ``src``) and measures both in alternating rounds: on a loaded machine the
+ratio of the two is the robust figure. ``--profile DIR`` records a py-spy profile of each hub
+per operation (py-spy on PATH or in the venv), ``--json FILE`` writes the results.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -99,14 +102,16 @@ async def drive(n: int, concurrency: int, op: Callable[[int], Awaitable[None]]) 
     return time.perf_counter() - t0
 
 
-class Bench:
-    def __init__(self, hub: HubProcess, session: aiohttp.ClientSession, concurrency: int, profile: Path | None) -> None:
+class Target:
+    """One hub under load: its process, an HTTPS session, the objects the operations use."""
+
+    def __init__(self, label: str, hub: HubProcess, session: aiohttp.ClientSession) -> None:
+        self.label = label
         self.hub = hub
         self.s = session
-        self.concurrency = concurrency
-        self.profile = profile
         self.pid = hub.proc.pid  # type: ignore[union-attr]
         self.seq = 0
+        self.listed: list[str] = []
 
     async def expect(self, method: str, path: str, status: int, body: bytes | None = None) -> bytes:
         async with self.s.request(method, self.hub.url + path, data=body) as r:
@@ -118,97 +123,119 @@ class Bench:
         self.seq += 1
         return [f"{prefix}-{self.seq}-{i}" for i in range(n)]
 
-    async def measure(self, what: str, n: int, rounds: int, make_op: Callable[[], Callable[[int], Awaitable[None]]]) -> dict[str, Any]:
-        await drive(max(n // 10, 50), self.concurrency, make_op())  # warm-up
-        per: list[float] = []
-        rates: list[float] = []
-        spy = self._spy(what)
-        try:
-            for _ in range(rounds):
-                op = make_op()
-                c0 = cpu_seconds(self.pid)
-                wall = await drive(n, self.concurrency, op)
-                per.append((cpu_seconds(self.pid) - c0) / n * 1e6)
-                rates.append(n / wall)
-        finally:
-            if spy is not None:
-                spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT, not on SIGTERM
-                spy.wait(60)
-        result = {"op": what, "n": n, "rounds": rounds, "cpu_us": statistics.median(per), "cpu_us_rounds": [round(p, 1) for p in per],
-                  "rate": statistics.median(rates)}
-        print(f"{what:<22} {result['cpu_us']:8.1f} us/request  (rounds {', '.join(f'{p:.0f}' for p in per)}; {result['rate']:.0f}/s)",
-              flush=True)
-        return result
+    async def setup(self) -> None:
+        await self.expect("POST", CRDS, 201, orjson.dumps(deployment_crd()))
+        deadline = time.monotonic() + 60
+        while True:  # served once the CRD is Established
+            async with self.s.get(self.hub.url + DEPLOYMENTS) as r:
+                await r.read()
+                if r.status == 200:
+                    break
+            assert time.monotonic() < deadline, "deployments.apps not served"
+            await asyncio.sleep(0.1)
+        await self.expect("POST", "/api/v1/namespaces", 201,
+                          orjson.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hundred"}}))
+        self.listed = self.names("l", 100)
+        await drive(100, 16, lambda i: self.expect("POST", LISTED, 201, orjson.dumps(configmap(self.listed[i]))))
 
-    def _spy(self, what: str) -> subprocess.Popen[bytes] | None:
-        if self.profile is None:
-            return None
-        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        self.profile.mkdir(parents=True, exist_ok=True)
-        out = self.profile / (what.replace(" ", "_") + ".txt")
-        return subprocess.Popen([exe, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "250", "--nonblocking",
-                                 "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def op(self, what: str, n: int) -> Callable[[int], Awaitable[None]]:
+        """``n`` requests of operation ``what`` (new objects for creates)."""
+        if what in ("cm-create", "deploy-create"):
+            path, make = (CONFIGMAPS, configmap) if what == "cm-create" else (DEPLOYMENTS, deployment)
+            bodies = [orjson.dumps(make(name)) for name in self.names(what[0], n)]
+            return lambda i: self.expect("POST", path, 201, bodies[i])
+        if what == "get":
+            return lambda i: self.expect("GET", f"{LISTED}/{self.listed[i % 100]}", 200)
+        assert what == "list"
+        return lambda i: self.expect("GET", LISTED, 200)
 
-    def create_op(self, path: str, make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> Callable[[], Callable[[int], Awaitable[None]]]:
-        def make_op() -> Callable[[int], Awaitable[None]]:
-            bodies = [orjson.dumps(make(name)) for name in self.names(prefix, n)]
 
-            async def op(i: int) -> None:
-                await self.expect("POST", path, 201, bodies[i % len(bodies)])
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+LISTED = "/api/v1/namespaces/hundred/configmaps"
+OPS = {"cm-create": ("ConfigMap create", 1.0), "deploy-create": ("Deployment create", 0.5), "get": ("ConfigMap get", 1.0),
+       "list": ("list of 100", 0.1)}
 
-            return op
 
-        return make_op
+def start_hub(src: str | None) -> HubProcess:
+    """``fleetplane start`` running the sources in ``src`` (None: the ones this runs)."""
+    if src is None:
+        return HubProcess(*CONTROLLERS_OFF)
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *([saved] if saved else [])])
+    try:
+        return HubProcess(*CONTROLLERS_OFF)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
+                             "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def measure(targets: list[Target], what: str, n: int, rounds: int, concurrency: int, profile: Path | None) -> dict[str, Any]:
+    """Rounds of ``n`` requests, alternating between the targets (ABAB...: the machine's load
+    falls on both alike); hub CPU per request, median of the rounds."""
+    for t in targets:
+        await drive(max(n // 10, 50), concurrency, t.op(what, max(n // 10, 50)))  # warm-up
+    per: dict[str, list[float]] = {t.label: [] for t in targets}
+    rates: dict[str, list[float]] = {t.label: [] for t in targets}
+    spies = [spy(t.pid, profile / f"{t.label}-{what}.txt") for t in targets] if profile else []
+    try:
+        for _ in range(rounds):
+            for t in targets:
+                op = t.op(what, n)
+                c0 = cpu_seconds(t.pid)
+                wall = await drive(n, concurrency, op)
+                per[t.label].append((cpu_seconds(t.pid) - c0) / n * 1e6)
+                rates[t.label].append(n / wall)
+    finally:
+        for p in spies:
+            p.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT, not on SIGTERM
+            p.wait(60)
+    result: dict[str, Any] = {"op": OPS[what][0], "n": n, "rounds": rounds}
+    for t in targets:
+        result[t.label] = {"cpu_us": statistics.median(per[t.label]), "cpu_us_rounds": [round(x, 1) for x in per[t.label]],
+                           "rate": statistics.median(rates[t.label])}
+    line = "  ".join(f"{t.label} {result[t.label]['cpu_us']:7.1f} us ({', '.join(f'{x:.0f}' for x in per[t.label])})" for t in targets)
+    if len(targets) == 2:
+        a, b = (result[t.label]["cpu_us"] for t in targets)
+        line += f"  ratio {a / b:.2f}"
+    print(f"{OPS[what][0]:<18} {line}", flush=True)
+    return result
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    hub = HubProcess(*CONTROLLERS_OFF)
-    results: dict[str, Any] = {"concurrency": args.concurrency, "ops": []}
+    sources: list[tuple[str, str | None]] = [("this", None)] + ([("other", args.compare)] if args.compare else [])
+    hubs = [start_hub(src) for _, src in sources]
+    results: dict[str, Any] = {"concurrency": args.concurrency, "ops": [], "compare": args.compare}
     try:
-        async with hub.session(args.concurrency) as s:
-            b = Bench(hub, s, args.concurrency, Path(args.profile) if args.profile else None)
-            ns = "/api/v1/namespaces/default/configmaps"
-            await b.expect("POST", CRDS, 201, orjson.dumps(deployment_crd()))
-            deadline = time.monotonic() + 60
-            while True:  # served once the CRD is Established
-                async with s.get(hub.url + "/apis/apps/v1/namespaces/default/deployments") as r:
-                    await r.read()
-                    if r.status == 200:
-                        break
-                assert time.monotonic() < deadline, "deployments.apps not served"
-                await asyncio.sleep(0.1)
-            ops = set(args.ops.split(","))
-            n = args.n
-            if "cm-create" in ops:
-                results["ops"].append(await b.measure("ConfigMap create", n, args.rounds,
-                                                      b.create_op(ns, configmap, "cm", n)))
-            if "deploy-create" in ops:
-                results["ops"].append(await b.measure("Deployment create", n // 2, args.rounds,
-                                                      b.create_op("/apis/apps/v1/namespaces/default/deployments", deployment, "d", n // 2)))
-            if "get" in ops or "list" in ops:
-                await b.expect("POST", "/api/v1/namespaces", 201, orjson.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hundred"}}))
-                listed = "/api/v1/namespaces/hundred/configmaps"
-                names = b.names("l", 100)
-                await drive(100, args.concurrency, lambda i: b.expect("POST", listed, 201, orjson.dumps(configmap(names[i]))))
-            if "get" in ops:
-                def get_op() -> Callable[[int], Awaitable[None]]:
-                    async def op(i: int) -> None:
-                        await b.expect("GET", f"{listed}/{names[i % 100]}", 200)
-                    return op
-                results["ops"].append(await b.measure("ConfigMap get", n, args.rounds, get_op))
-            if "list" in ops:
-                def list_op() -> Callable[[int], Awaitable[None]]:
-                    async def op(i: int) -> None:
-                        await b.expect("GET", listed, 200)
-                    return op
-                results["ops"].append(await b.measure("list of 100", max(n // 10, 100), args.rounds, list_op))
+        async with contextlib.AsyncExitStack() as stack:
+            targets = []
+            for (label, _), hub in zip(sources, hubs, strict=True):
+                session = await stack.enter_async_context(hub.session(args.concurrency))
+                targets.append(Target(label, hub, session))
+            for t in targets:
+                await t.setup()
+            for what in args.ops.split(","):
+                n = max(int(args.n * OPS[what][1]), 100)
+                results["ops"].append(await measure(targets, what, n, args.rounds, args.concurrency,
+                                                    Path(args.profile) if args.profile else None))
             if args.rss_creates:
-                before = rss_mib(b.pid)
-                await drive(args.rss_creates, args.concurrency, b.create_op(ns, configmap, "rss", args.rss_creates)())
-                results["rss"] = {"creates": args.rss_creates, "before_mib": before, "after_mib": rss_mib(b.pid)}
+                t = targets[0]
+                before = rss_mib(t.pid)
+                await drive(args.rss_creates, args.concurrency, t.op("cm-create", args.rss_creates))
+                results["rss"] = {"creates": args.rss_creates, "before_mib": before, "after_mib": rss_mib(t.pid)}
                 print(f"RSS {before:.0f} MiB -> {results['rss']['after_mib']:.0f} MiB after {args.rss_creates} creates", flush=True)
     finally:
-        hub.stop()
+        for hub in hubs:
+            hub.stop()
     return results
 
 
@@ -218,6 +245,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--ops", default="cm-create,deploy-create,get,list")
+    p.add_argument("--compare", default="", help="another source tree (its src/ directory): a second hub runs it, "
+                   "measured in alternating rounds with this one")
     p.add_argument("--profile", default="", help="a directory for py-spy profiles of the hub, one per operation")
     p.add_argument("--rss-creates", type=int, default=0, help="then this many creates, and the hub's RSS before and after")
     p.add_argument("--json", default="", help="write the results here")
