@@ -25,9 +25,11 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -37,6 +39,7 @@ import aiohttp
 import orjson
 
 from bench.hub import HubProcess
+from fleetplane.lab import Process
 
 CONTROLLERS_OFF = ("--no-cluster-controller", "--no-splitter", "--no-service-controller", "--no-hpa-controller",
                    "--no-cronjob-controller", "--no-placement-decisions")
@@ -105,7 +108,7 @@ async def drive(n: int, concurrency: int, op: Callable[[int], Awaitable[None]]) 
 class Target:
     """One hub under load: its process, an HTTPS session, the objects the operations use."""
 
-    def __init__(self, label: str, hub: HubProcess, session: aiohttp.ClientSession) -> None:
+    def __init__(self, label: str, hub: Process, session: aiohttp.ClientSession) -> None:
         self.label = label
         self.hub = hub
         self.s = session
@@ -157,6 +160,30 @@ OPS = {"cm-create": ("ConfigMap create", 1.0), "deploy-create": ("Deployment cre
        "list": ("list of 100", 0.1)}
 
 
+class MinimalProcess(Process):
+    """``python -m bench.minimal_server`` (H7's baseline: uvicorn+uvloop+httptools over TLS,
+    decode, durable write through SQLiteStore, reads from memory) on a data directory of its own."""
+
+    def __init__(self) -> None:
+        super().__init__("minimal", [], Path(tempfile.mkdtemp(prefix="fleetplane-minimal-")))
+        self.start(timeout=30, interval=0.01)
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "bench.minimal_server", "--port", str(self.port), "--data", str(self.data_dir)]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        code = super().stop(sig, timeout)
+        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+        return code
+
+
+def session_for(proc: Process, limit: int) -> aiohttp.ClientSession:
+    ctx = ssl.create_default_context(cafile=str(proc.ca))
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=limit),
+                                 headers={"Authorization": f"Bearer {proc.token}", "Content-Type": "application/json"})
+
+
 def start_hub(src: str | None) -> HubProcess:
     """``fleetplane start`` running the sources in ``src`` (None: the ones this runs)."""
     if src is None:
@@ -204,22 +231,25 @@ async def measure(targets: list[Target], what: str, n: int, rounds: int, concurr
         result[t.label] = {"cpu_us": statistics.median(per[t.label]), "cpu_us_rounds": [round(x, 1) for x in per[t.label]],
                            "rate": statistics.median(rates[t.label])}
     line = "  ".join(f"{t.label} {result[t.label]['cpu_us']:7.1f} us ({', '.join(f'{x:.0f}' for x in per[t.label])})" for t in targets)
-    if len(targets) == 2:
-        a, b = (result[t.label]["cpu_us"] for t in targets)
-        line += f"  ratio {a / b:.2f}"
+    for t in targets[1:]:
+        line += f"  this/{t.label} {result['this']['cpu_us'] / result[t.label]['cpu_us']:.2f}"
     print(f"{OPS[what][0]:<18} {line}", flush=True)
     return result
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     sources: list[tuple[str, str | None]] = [("this", None)] + ([("other", args.compare)] if args.compare else [])
-    hubs = [start_hub(src) for _, src in sources]
+    hubs: list[Process] = [start_hub(src) for _, src in sources]
+    labels = [label for label, _ in sources]
+    if args.minimal:
+        hubs.append(MinimalProcess())
+        labels.append("minimal")
     results: dict[str, Any] = {"concurrency": args.concurrency, "ops": [], "compare": args.compare}
     try:
         async with contextlib.AsyncExitStack() as stack:
             targets = []
-            for (label, _), hub in zip(sources, hubs, strict=True):
-                session = await stack.enter_async_context(hub.session(args.concurrency))
+            for label, hub in zip(labels, hubs, strict=True):
+                session = await stack.enter_async_context(session_for(hub, args.concurrency))
                 targets.append(Target(label, hub, session))
             for t in targets:
                 await t.setup()
@@ -247,6 +277,7 @@ def main() -> None:
     p.add_argument("--ops", default="cm-create,deploy-create,get,list")
     p.add_argument("--compare", default="", help="another source tree (its src/ directory): a second hub runs it, "
                    "measured in alternating rounds with this one")
+    p.add_argument("--minimal", action="store_true", help="also measure bench/minimal_server.py (the baseline), alternating")
     p.add_argument("--profile", default="", help="a directory for py-spy profiles of the hub, one per operation")
     p.add_argument("--rss-creates", type=int, default=0, help="then this many creates, and the hub's RSS before and after")
     p.add_argument("--json", default="", help="write the results here")
