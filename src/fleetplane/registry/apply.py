@@ -30,6 +30,7 @@ import json
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _encode_str
 from typing import Any
 
 from fleetplane.apimachinery.errors import StatusError, bad_request
@@ -45,6 +46,7 @@ __all__ = [
     "ListTypeAt",
     "Path",
     "compare_fields",
+    "created_fieldsv1",
     "fields_of",
     "format_path",
     "from_fieldsv1",
@@ -139,7 +141,16 @@ def _canon(v: Any) -> Any:
 
 
 def _compact(v: Any) -> str:
+    if type(v) is dict and all(type(k) is str and (type(x) is str or type(x) is int) for k, x in v.items()):
+        # a map-list key (names, ports): what json.dumps writes for it, without its encoder
+        return "{" + ",".join(_encode_str(k) + ":" + (_encode_str(x) if type(x) is str else int.__repr__(x))
+                              for k, x in sorted(v.items())) + "}"
     return json.dumps(_canon(v), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _has_keys(item: Any, keys: list[str]) -> bool:
+    """Whether ``item`` can be a map-list element (``_key_element`` is not None)."""
+    return isinstance(item, dict) and bool(keys) and all(item.get(k) is not None or k in _KEY_DEFAULTS for k in keys)
 
 
 def _key_element(item: Any, keys: list[str]) -> str | None:
@@ -163,7 +174,7 @@ def _is_scalar(v: Any) -> bool:
 def _effective_list(kind: str, keys: list[str], *lists: list[Any]) -> tuple[str, list[str]]:
     """Degrade to atomic when the elements cannot carry the declared list type."""
     items = [i for lst in lists for i in lst]
-    if kind == "map" and all(_key_element(i, keys) is not None for i in items):
+    if kind == "map" and all(_has_keys(i, keys) for i in items):
         return "map", keys
     if kind == "set" and all(_is_scalar(i) for i in items):
         return "set", []
@@ -204,9 +215,12 @@ def _sorted_elements(names: Iterable[str]) -> list[str]:
     """Path elements in structured-merge-diff's order. A huge set (a 150,000-key ConfigMap's data)
     is sorted in runs merged by ``heapq.merge``: one ``sorted`` call over all of it compares in C
     for a few hundred milliseconds without letting the event loop's thread have the GIL, even
-    when it runs in a worker thread."""
+    when it runs in a worker thread. Fields only (an object's children, the common case) sort as
+    plain strings: their common ``f:`` prefix keeps :func:`_pe_sort_key`'s order."""
     names = list(names)
     if len(names) <= _SORT_RUN:
+        if all(pe.startswith("f:") for pe in names):
+            return sorted(names)
         return sorted(names, key=_pe_sort_key)
     keyed = [(_pe_sort_key(pe), pe) for pe in names]
     runs = [sorted(keyed[i:i + _SORT_RUN]) for i in range(0, len(keyed), _SORT_RUN)]
@@ -337,6 +351,56 @@ def to_fieldsv1(paths: Iterable[Path]) -> dict[str, Any]:
         return out
 
     return emit(_tree(paths))
+
+
+def _fields_from_missing(v: Any, fpath: tuple[str, ...], lt: ListTypeAt) -> dict[str, Any]:
+    """The fieldsV1 node of a value that appeared where there was nothing (``_cmp`` against
+    MISSING): the value is owned itself, and so is every field and set/map element below it."""
+    if isinstance(v, dict):
+        if not v:
+            return {}
+        out: dict[str, Any] = {".": {}}
+        for k in sorted(v):
+            x = v[k]  # a leaf (scalar, null, empty) is {}: not walked
+            out["f:" + k] = _fields_from_missing(x, fpath + (k,), lt) if x and isinstance(x, (dict, list)) else {}
+        return out
+    if isinstance(v, list):
+        if not v:
+            return {}
+        kind, keys = _effective_list(*lt(fpath), v)
+        if kind == "atomic":
+            return {}
+        items = _indexed(v, kind, keys)
+        out = {".": {}}
+        for pe in _sorted_elements(items):
+            out[pe] = _fields_from_missing(items[pe], fpath, lt)
+        return out
+    return {}
+
+
+def created_fieldsv1(obj: dict[str, Any], list_types: ListTypeAt = metadata_list_type_at) -> dict[str, Any]:
+    """The fieldsV1 a create's manager owns (``obj`` diffed against :func:`_skeleton`, server
+    metadata stripped), by one walk of the object: exactly
+    ``to_fieldsv1(_strip(added | modified))`` of ``compare_fields(_skeleton(obj), obj)``, without
+    building and sorting a set of path tuples (every create pays this). ``{}``: nothing owned."""
+    out: dict[str, Any] = {}
+    for k in sorted(obj):
+        if k == "apiVersion" or k == "kind":
+            continue
+        v = obj[k]
+        if k == "metadata" or ((k == "spec" or k == "status") and isinstance(v, dict)):
+            # in the skeleton as {}: not owned itself, only through what it holds
+            node: dict[str, Any] = {}
+            for c in sorted(v):
+                if k == "metadata" and c in _SERVER_METADATA:
+                    continue
+                x = v[c]
+                node["f:" + c] = _fields_from_missing(x, (k, c), list_types) if x and isinstance(x, (dict, list)) else {}
+            if node:
+                out["f:" + k] = node
+        else:
+            out["f:" + k] = _fields_from_missing(v, (k,), list_types)
+    return out
 
 
 def from_fieldsv1(fields: dict[str, Any]) -> set[Path]:
@@ -839,6 +903,18 @@ def update_managed_fields(
         if not managers:
             managers = _decode_or_empty(stored, stored=True)
 
+    if old_obj is None and not managers and not subresource:
+        # a create with no entries to start from (every create but a client's own managedFields):
+        # the manager's entry is the object's fields, by one walk (see created_fieldsv1)
+        fields_v1 = created_fieldsv1(result, list_type_at)
+        if fields_v1:  # as _Entry.encode lays it out
+            created: dict[str, Any] = {"manager": manager, "operation": "Update", "apiVersion": api_version}
+            if now:
+                created["time"] = now
+            created["fieldsType"] = "FieldsV1"
+            created["fieldsV1"] = fields_v1
+            meta["managedFields"] = [created]
+        return result
     base = old_obj if old_obj is not None else _skeleton(result)
     added, modified, removed = compare_fields(base, result, list_type_at)
     changed = _strip(added | modified)

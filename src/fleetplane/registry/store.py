@@ -147,14 +147,17 @@ class GenericStore:
         stored = rt.stored_as or rt
         return keys.resource_prefix(stored.group, stored.plural)
 
-    def present(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """The object as served in ``rt``'s version (stored objects are never mutated)."""
+    def present(self, rt: ResourceType, obj: dict[str, Any], *, private: bool = False) -> dict[str, Any]:
+        """The object as served in ``rt``'s version (stored objects are never mutated).
+        ``private``: ``obj`` is the caller's alone (a write's own object, which the watch cache
+        does not share): changed in place instead of copied."""
         if rt.stored_as is not None and obj.get("apiVersion") == rt.stored_as.api_version:
             return rt.stored_as.from_storage(obj)
         if rt.custom or obj.get("apiVersion") != rt.api_version:
             if obj.get("apiVersion") != rt.api_version and converts(rt):
                 raise e.internal(f"{rt.kind} {obj.get('apiVersion')} -> {rt.api_version}: not converted")
-            obj = copy_obj(obj)
+            if not private:
+                obj = copy_obj(obj)
             obj["apiVersion"] = rt.api_version
             rt.strategy.on_read(obj)
         return obj
@@ -228,9 +231,10 @@ class GenericStore:
         stored["metadata"] = {k: v for k, v in stored["metadata"].items() if k != "resourceVersion"}
         return stored
 
-    async def _put(self, key: str, stored: dict[str, Any], revision: int | None) -> int:
+    async def _put(self, key: str, stored: dict[str, Any], revision: int | None) -> tuple[int, bool]:
         """Store ``stored`` (:meth:`stored_form`) at ``key``: a create when ``revision`` is None,
-        else an update guarded by it. Returns the write's revision.
+        else an update guarded by it. Returns the write's revision, and whether the watch cache
+        took ``stored`` itself (then it shares the written object's values).
 
         A large object is handed to the watch cache, which takes it instead of decoding the
         value again: a C call that would hold the GIL, and so every other request, some 100 ms
@@ -238,11 +242,11 @@ class GenericStore:
         returns; both are read-only from here on (as every object the store returns). Small
         objects are decoded, so that the cache shares nothing with in-process callers."""
         value = orjson.dumps(stored)
-        handing = self.cache.handing(key, value, stored) if len(value) >= OFF_LOOP_BYTES else contextlib.nullcontext()
-        with handing:
+        handed = len(value) >= OFF_LOOP_BYTES
+        with self.cache.handing(key, value, stored) if handed else contextlib.nullcontext():
             if revision is None:
-                return await self.storage.create(key, value)
-            return await self.storage.update(key, value, revision)
+                return await self.storage.create(key, value), handed
+            return await self.storage.update(key, value, revision), handed
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -447,10 +451,10 @@ class GenericStore:
         meta["annotations"][CLUSTER_ANNOTATION] = ctx.cluster
         rt.strategy.before_write(obj, None, ctx.cluster)
         if ctx.dry_run:
-            return self.present(rt, obj)
+            return self.present(rt, obj, private=True)
         key = self.key(rt, ctx.cluster, ctx.namespace, meta["name"])
         try:
-            rev = await self._put(key, await self.stored_converted(rt, obj), None)
+            rev, handed = await self._put(key, await self.stored_converted(rt, obj), None)
         except KeyExistsError:
             err = e.already_exists(rt.group, rt.plural, meta["name"])
             if generated:
@@ -458,7 +462,7 @@ class GenericStore:
                 err.details = (err.details or {}) | {"retryAfterSeconds": 1}
             raise err from None
         meta["resourceVersion"] = str(rev)
-        return self.present(rt, obj)
+        return self.present(rt, obj, private=not handed)
 
     # -- update -----------------------------------------------------------------------------
 
@@ -659,13 +663,13 @@ class GenericStore:
         if revision == 0:
             # a shared default changed for the first time (copy-on-write): this cluster's own copy
             try:
-                rev = await self._put(key, await self.stored_converted(rt, new), None)
+                rev, handed = await self._put(key, await self.stored_converted(rt, new), None)
             except KeyExistsError:
                 raise RevisionMismatchError(key, None) from None  # another writer stored it first: retry
         else:
-            rev = await self._put(key, await self.stored_converted(rt, new), revision)
+            rev, handed = await self._put(key, await self.stored_converted(rt, new), revision)
         meta["resourceVersion"] = str(rev)
-        return self.present(rt, new)
+        return self.present(rt, new, private=not handed)
 
     # -- delete -----------------------------------------------------------------------------
 
@@ -734,7 +738,7 @@ class GenericStore:
                 if ctx.dry_run:
                     return await self.present_converted(rt, obj), 200, True
                 try:
-                    rev = await self._put(key, await self.stored_converted(rt, obj), cur.revision)
+                    rev, _ = await self._put(key, await self.stored_converted(rt, obj), cur.revision)
                 except RevisionMismatchError:
                     continue
                 meta["resourceVersion"] = str(rev)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections import defaultdict
@@ -57,6 +58,18 @@ def version_info(git_version: str) -> dict:
     return {"major": "1", "minor": KUBE_MINOR, "gitVersion": git_version, "gitCommit": "0" * 40,
             "gitTreeState": "clean", "buildDate": "2026-11-29T00:00:00Z", "goVersion": "go1.23.4",
             "compiler": "gc", "platform": "linux/amd64"}
+
+
+#: the cyclic collector's thresholds once the hub serves (Python's are 700, 10, 10)
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def tune_gc() -> None:
+    """A request allocates hundreds of objects that reference counting frees (no cycles); at
+    Python's 700 allocations a young collection runs every request or two, and every tenth of
+    those an older one: measured, raising the first threshold cuts that cost while memory stays
+    bounded (the young generation holds at most 50,000 objects, a few MiB)."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def storage_status(exc: BaseException) -> StatusError:
@@ -224,6 +237,7 @@ class HubApp:
                     for fn in self.on_startup:
                         await fn()
                     self.ready = True
+                    tune_gc()
                     await send({"type": "lifespan.startup.complete"})
                 except Exception as exc:
                     log.exception("start-up failed")

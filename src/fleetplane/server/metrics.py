@@ -9,7 +9,7 @@ default registry (process and GC figures, the audit log's and the access library
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from .http import Request
     from .request import RequestInfo
 
+#: label sets whose metric children are kept at hand (paths are the client's: bounded)
+_MAX_CHILDREN = 4096
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -68,6 +70,8 @@ class Metrics:
         self.latency = Histogram("apiserver_request_duration_seconds",
                                  "Request latency (watches: stream lifetime excluded).", ["verb", "resource"],
                                  buckets=LATENCY_BUCKETS, registry=self.registry)
+        #: the request counter's and latency histogram's children by label values
+        self._children: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self.watchers = Gauge("apiserver_registered_watchers", "Open watch streams.", ["resource"],
                               registry=self.registry)
         #: connections the server closed for a limit (server/tls.py): header_timeout, per_client, total
@@ -95,10 +99,17 @@ class Metrics:
     def observe(self, req: Request, info: RequestInfo | None, code: int, seconds: float) -> None:
         verb = verb_of(req, info)
         resource = info.resource if info is not None and info.is_resource else ""
-        self.requests.labels(verb, info.group if info else "", resource, info.subresource if info else "",
-                             str(code)).inc()
-        if verb != "watch":
-            self.latency.labels(verb, resource).observe(seconds)
+        key = (verb, info.group if info else "", resource, info.subresource if info else "", code)
+        children = self._children.get(key)
+        if children is None:
+            # prometheus_client's labels() validates and locks on every call: once per label set
+            if len(self._children) >= _MAX_CHILDREN:
+                self._children.clear()
+            children = self._children[key] = (self.requests.labels(*key[:4], str(code)),
+                                               self.latency.labels(verb, resource) if verb != "watch" else None)
+        children[0].inc()
+        if children[1] is not None:
+            children[1].observe(seconds)
 
     def observe_conversion(self, crd_name: str, from_version: str, to_version: str, seconds: float,
                            failure_type: str | None) -> None:

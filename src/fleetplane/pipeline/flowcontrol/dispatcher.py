@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from ..authorization.attributes import Attributes
 from .classify import Schema, ordered
-from .metrics import FlowControlMetrics
+from .metrics import FlowControlMetrics, FlowMetrics
 from .queueset import QueueSet, Queuing, Rejected, Seat, flow_hash
 
 #: kube's cap on a queued request's wait: a quarter of the 60 s request timeout
@@ -74,17 +74,18 @@ def pf_headers(schema_uid: str, level_uid: str) -> list[tuple[str, str]]:
 class Ticket:
     """An admitted request: the PF headers its response carries and the seat it holds."""
 
-    def __init__(self, dispatcher: Dispatcher, schema: Schema, level: Level, queue_set: QueueSet, seat: Seat) -> None:
+    def __init__(self, dispatcher: Dispatcher, schema: Schema, level: Level, queue_set: QueueSet, seat: Seat,
+                 metrics: FlowMetrics) -> None:
         self.schema, self.level = schema, level
         self.headers = pf_headers(schema.uid, level.uid)
-        self._dispatcher, self._queue_set, self._seat = dispatcher, queue_set, seat
+        self._dispatcher, self._queue_set, self._seat, self._metrics = dispatcher, queue_set, seat, metrics
 
     def release(self) -> None:
         """Give the seat back (once; later calls do nothing)."""
         if self._seat.released:
             return
         self._queue_set.release(self._seat)
-        self._dispatcher.metrics.executing.labels(self.level.name, self.schema.name).dec()
+        self._metrics.executing.dec()
 
 
 class Dispatcher:
@@ -94,6 +95,7 @@ class Dispatcher:
         self.schemas: list[Schema] = []
         self.levels: dict[str, Level] = {}
         self.queue_sets: dict[str, QueueSet] = {}
+        self._matched: dict[tuple[Any, ...], tuple[Schema, Level] | None] = {}
 
     # -- configuration --------------------------------------------------------------------
 
@@ -116,6 +118,7 @@ class Dispatcher:
             # requests waiting or running there finish on their own QueueSet
             self.queue_sets.pop(name, None)
         self.levels = levels
+        self._matched.clear()
 
     def limit_of(self, level: str) -> int:
         qs = self.queue_sets.get(level)
@@ -126,7 +129,20 @@ class Dispatcher:
     def match(self, attrs: Attributes) -> tuple[Schema, Level] | None:
         """The schema and level of ``attrs``: the first matching schema whose level exists
         (a dangling schema is skipped, as kube's classifier does); nothing matching: catch-all,
-        kube's fallback."""
+        kube's fallback. Remembered per what the rules look at, until the configuration changes:
+        a client sends the same kind of request again and again."""
+        key = (attrs.user.name, attrs.user.groups, attrs.verb, attrs.resource_request, attrs.group, attrs.resource,
+               attrs.subresource, attrs.namespace, "" if attrs.resource_request else attrs.path)
+        try:
+            return self._matched[key]
+        except KeyError:
+            pass
+        if len(self._matched) >= 4096:
+            self._matched.clear()
+        found = self._matched[key] = self._match(attrs)
+        return found
+
+    def _match(self, attrs: Attributes) -> tuple[Schema, Level] | None:
         fallback = None
         for schema in self.schemas:
             level = self.levels.get(schema.level)
@@ -149,8 +165,9 @@ class Dispatcher:
         schema, level = matched
         qs = self.queue_sets[level.name]
         m = self.metrics
+        fm = m.of(level.name, schema.name)
         started = time.perf_counter()
-        m.inqueue.labels(level.name, schema.name).inc()
+        fm.inqueue.inc()
         try:
             seat = await qs.acquire(flow_hash(schema.name, schema.flow(attrs)), wait)
         except Rejected as exc:
@@ -162,8 +179,8 @@ class Dispatcher:
             m.rejected.labels(level.name, schema.name, "cancelled").inc()
             raise
         finally:
-            m.inqueue.labels(level.name, schema.name).dec()
-        m.wait.labels(level.name, schema.name, "true").observe(time.perf_counter() - started)
-        m.dispatched.labels(level.name, schema.name).inc()
-        m.executing.labels(level.name, schema.name).inc()
-        return Ticket(self, schema, level, qs, seat)
+            fm.inqueue.dec()
+        fm.waited.observe(time.perf_counter() - started)
+        fm.dispatched.inc()
+        fm.executing.inc()
+        return Ticket(self, schema, level, qs, seat, fm)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 WAIT_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30)
@@ -24,5 +26,26 @@ class FlowControlMetrics:
                                   "Fairness subsystem", labels, registry=registry)
         self.wait = Histogram(PREFIX + "request_wait_duration_seconds", "Length of time a request spent waiting in "
                               "its queue", [*labels, "execute"], buckets=WAIT_BUCKETS, registry=registry)
+        self._of: dict[tuple[str, str], FlowMetrics] = {}
         self.nominal_limit = Gauge(PREFIX + "nominal_limit_seats", "Nominal number of execution seats configured "
                                    "for each priority level", ["priority_level"], registry=registry)
+
+    def of(self, level: str, schema: str) -> FlowMetrics:
+        """The children of one (priority level, flow schema), made once: prometheus_client's
+        ``labels()`` validates and locks on every call, and every request needs five."""
+        got = self._of.get((level, schema))
+        if got is None:
+            if len(self._of) >= 1024:
+                self._of.clear()
+            got = self._of[(level, schema)] = FlowMetrics(self, level, schema)
+        return got
+
+
+class FlowMetrics:
+    """A (priority level, flow schema)'s metric children that every request touches."""
+
+    def __init__(self, m: FlowControlMetrics, level: str, schema: str) -> None:
+        self.inqueue: Any = m.inqueue.labels(level, schema)
+        self.executing: Any = m.executing.labels(level, schema)
+        self.dispatched: Any = m.dispatched.labels(level, schema)
+        self.waited: Any = m.wait.labels(level, schema, "true")

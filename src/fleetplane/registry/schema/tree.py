@@ -115,6 +115,7 @@ class _Node:
         "cel_conv",
         "cel_names",
         "default_props",
+        "prop_order",
     )
 
     def __init__(self, raw: Any, nested: bool = False) -> None:
@@ -145,6 +146,8 @@ class _Node:
             if isinstance(props, dict)
             else {}
         )
+        #: each property's position in ``props``: an object's own fields are checked in that order
+        self.prop_order: dict[str, int] = {k: i for i, k in enumerate(self.props)}
         ap = raw.get("additionalProperties", MISSING)
         self.additional: _Node | None = None
         if isinstance(ap, dict):

@@ -391,11 +391,16 @@ class _ValidateMixin:
                 if k not in props:
                     o = old_map.get(k, MISSING) if old_map is not None else MISSING
                     self._vnode(v, additional, f"{path}.{k}", ctx, o)
-        for k, p in props.items():
-            v = x.get(k, MISSING)
-            if v is not MISSING:
-                o = old_map.get(k, MISSING) if old_map is not None else MISSING
-                self._vnode(v, p, _child(path, k), ctx, o)
+        if nk * 2 < len(props):
+            # an object setting few of many properties (a PodSpec's, a container's): its own
+            # keys, in the schema's order (the order of the errors)
+            order = n.prop_order
+            present = sorted((k for k in x if k in order), key=order.__getitem__)
+        else:
+            present = [k for k in props if k in x]
+        for k in present:
+            o = old_map.get(k, MISSING) if old_map is not None else MISSING
+            self._vnode(x[k], props[k], _child(path, k), ctx, o)
         for r in n.required:
             if r not in x:
                 errs.append(required(ctx.field(f"{path}.{r}")))
