@@ -343,6 +343,31 @@ def api_result(ops: dict[str, dict]) -> dict:
     return out
 
 
+def stacks(rounds: int = 5, seconds: float = 5) -> dict[str, dict]:
+    """The HTTP stack by measurement (docs/dependencies.md, "The HTTP stack"): the minimal server's
+    create and get on uvicorn + httptools (the hub's), granian (when installed: it is measured,
+    not a dependency) and a protocol on httptools directly, the same wrk client, interleaved."""
+    import importlib.util
+
+    names = ["uvicorn", "httptools"] + (["granian"] if importlib.util.find_spec("granian") else [])
+    targets: dict[str, Process] = {}
+    try:
+        for name in names:
+            targets[name] = MinimalProcess(name)
+            prepare(targets[name], hub=False)
+        ops = [op for op in OPERATIONS if op[0] in ("create", "get")]
+        runs: dict[str, dict[str, list[dict]]] = {t: {op[0]: [] for op in ops} for t in targets}
+        for rnd in range(rounds):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            for op, script, path, args in ops:
+                for name in order:
+                    runs[name][op].append(wrk(targets[name], script, path, [a.format(round=f"r{rnd}") for a in args], seconds))
+    finally:
+        for t in targets.values():
+            t.stop()
+    return {t: {op: _summary(r) for op, r in o.items()} for t, o in runs.items()}
+
+
 async def paced_writes(hub: HubProcess, rate: int, seconds: float) -> dict:
     """Open-loop: start a write every 1/rate s whatever the previous did; latency per write."""
     base = hub.url + "/api/v1/namespaces/kube-public/configmaps"
@@ -470,4 +495,7 @@ async def run(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(run(quick="--quick" in sys.argv)), indent=2))
+    if "--stacks" in sys.argv:
+        print(json.dumps(stacks(), indent=2))
+    else:
+        print(json.dumps(asyncio.run(run(quick="--quick" in sys.argv)), indent=2))
