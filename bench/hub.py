@@ -186,16 +186,20 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def wait_idle(target: Process, timeout: float = 60.0) -> None:
-    """Until ``target`` uses under 5 % of a core over half a second (a new CRD's OpenAPI and
-    discovery are rebuilt in the background): its CPU per request is then the requests' own."""
+def wait_idle(target: Process, timeout: float = 120.0) -> float:
+    """Until ``target`` uses under 5 % of a core over half a second: the work a run left behind
+    (controllers reacting to the creates, a new CRD's OpenAPI and discovery rebuilt) is done
+    before the next run measures. Returns the CPU seconds it used meanwhile."""
     assert target.pid is not None
     deadline = time.monotonic() + timeout
+    start = before = tree_cpu_seconds(target.pid)
     while time.monotonic() < deadline:
-        before = tree_cpu_seconds(target.pid)
         time.sleep(0.5)
-        if tree_cpu_seconds(target.pid) - before < 0.025:
-            return
+        now = tree_cpu_seconds(target.pid)
+        if now - before < 0.025:
+            return now - start
+        before = now
+    return before - start
 
 
 def _children_cpu_seconds() -> float:
@@ -233,7 +237,9 @@ def parse_wrk(out: str) -> dict:
 def wrk(target: Process, script: str, path: str, args: list[str], seconds: float,
         connections: int = CONNECTIONS, threads: int = 2) -> dict:
     """One wrk run against ``target``: requests/s, latency, and CPU per request of the server
-    (its process tree, from /proc) and of wrk itself (the reaped child's rusage), in µs."""
+    (its process tree, from /proc) and of wrk itself (the reaped child's rusage), in µs; then
+    the server's CPU until it is idle again (``after_cpu_us``: what its controllers did about
+    the requests once answered), so the next run starts on an idle server."""
     cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency", "--timeout", "30s",
            "-s", str(WRK_DIR / script), "-H", f"Authorization: Bearer {target.token}",
            "-H", "Content-Type: application/json", target.url + path, "--", *args]
@@ -241,13 +247,14 @@ def wrk(target: Process, script: str, path: str, args: list[str], seconds: float
     server0, client0 = tree_cpu_seconds(target.pid), _children_cpu_seconds()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 120).stdout
     server1, client1 = tree_cpu_seconds(target.pid), _children_cpu_seconds()
+    after = wait_idle(target)
     w = parse_wrk(out)
     n = max(w["requests"], 1)
     lat = w["latency_us"]
     return {"rps": w.get("rps", n / (w["duration_us"] / 1e6)), "requests": w["requests"],
             "p50": lat["p50"] / 1000, "p90": lat["p90"] / 1000, "p99": lat["p99"] / 1000,
             "server_cpu_us": (server1 - server0) / n * 1e6, "client_cpu_us": (client1 - client0) / n * 1e6,
-            "errors": sum(w["errors"].values()), "non2xx": w["errors"]["status"]}
+            "after_cpu_us": after / n * 1e6, "errors": sum(w["errors"].values()), "non2xx": w["errors"]["status"]}
 
 
 def deployment_crd() -> dict:
@@ -304,24 +311,35 @@ OPERATIONS: tuple[tuple[str, str, str, list[str]], ...] = (
 
 def _summary(runs: list[dict]) -> dict:
     """The medians over rounds of one operation on one server."""
-    med = {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99", "server_cpu_us", "client_cpu_us")}
+    med = {k: statistics.median(r[k] for r in runs)
+           for k in ("rps", "p50", "p99", "server_cpu_us", "client_cpu_us", "after_cpu_us")}
     return {**med, "requests": sum(r["requests"] for r in runs), "errors": sum(r["errors"] for r in runs),
             "non2xx": sum(r["non2xx"] for r in runs), "rounds": len(runs)}
 
 
-def throughput(targets: dict[str, Process], rounds: int, seconds: float) -> dict[str, dict]:
+def throughput(targets: dict[str, Process], rounds: int, seconds: float,
+               only: dict[str, set[str]] | None = None) -> dict[str, dict]:
     """Every operation on every target with the same wrk client, the targets interleaved within a
     round and their order reversed every other round (A B, B A, ...): on a loaded machine the
-    medians compare like with like (after a warm-up second each). Returns {target: {operation: medians}}."""
-    runs: dict[str, dict[str, list[dict]]] = {t: {op[0]: [] for op in OPERATIONS} for t in targets}
+    medians compare like with like (after a warm-up second each). ``only``: a target measured on
+    these operations alone. Returns {target: {operation: medians}}."""
+    only = only or {}
+
+    def wanted(name: str, op: str) -> bool:
+        return name not in only or op in only[name]
+
+    runs: dict[str, dict[str, list[dict]]] = {t: {op[0]: [] for op in OPERATIONS if wanted(t, op[0])} for t in targets}
     names = list(targets)
-    for _op, script, path, args in OPERATIONS:  # warm-up, not counted: caches, compiled validators
+    for op, script, path, args in OPERATIONS:  # warm-up, not counted: caches, compiled validators
         for name in names:
-            wrk(targets[name], script, path, [a.format(round="warm") for a in args], 1)
+            if wanted(name, op):
+                wrk(targets[name], script, path, [a.format(round="warm") for a in args], 1)
     for rnd in range(rounds):
         order = names if rnd % 2 == 0 else names[::-1]
         for op, script, path, args in OPERATIONS:
             for name in order:
+                if not wanted(name, op):
+                    continue
                 target = targets[name]
                 target.check()
                 run_args = [a.format(round=f"r{rnd}") for a in args]
@@ -338,6 +356,7 @@ def api_result(ops: dict[str, dict]) -> dict:
         out[f"{op}_lat"] = {"p50": m["p50"], "p99": m["p99"]}
     out["cpu_us"] = {op: m["server_cpu_us"] for op, m in ops.items()}
     out["client_cpu_us"] = {op: m["client_cpu_us"] for op, m in ops.items()}
+    out["after_cpu_us"] = {op: m["after_cpu_us"] for op, m in ops.items()}
     out["errors"] = {op: m["errors"] for op, m in ops.items()}
     out["rounds"] = min(m["rounds"] for m in ops.values())
     return out
@@ -474,16 +493,22 @@ async def run(quick: bool = False) -> dict:
     results: dict = {"raw": await raw_store(n, conc), "naive": naive_sqlite(n // 4)}
     hub = HubProcess()
     minimal = MinimalProcess()
+    # the request alone: with the splitter on, each Deployment create sets it placing (patches, Events)
+    quiet = HubProcess("--no-splitter")
     try:
-        prepare(hub, hub=True)
-        prepare(minimal, hub=False)
-        measured = throughput({"hub": hub, "minimal": minimal}, 2 if quick else 3, 3 if quick else 6)
+        for target in (hub, minimal, quiet):
+            prepare(target, hub=target is not minimal)
+        measured = throughput({"hub": hub, "minimal": minimal, "no-splitter": quiet}, 2 if quick else 3,
+                              3 if quick else 6, only={"no-splitter": {"deploy"}})
         minimal.stop()
+        quiet.stop()
         results["api"], results["minimal"] = api_result(measured["hub"]), api_result(measured["minimal"])
+        results["api"]["deploy_no_splitter"] = api_result(measured["no-splitter"])
         results["paced"] = await paced_writes(hub, 500, 4 if quick else 10)
         results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
     finally:
         minimal.stop()
+        quiet.stop()
         hub.stop()
     fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
     try:
