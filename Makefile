@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint venv clean etcd
+.PHONY: demo test bench lint venv clean etcd wrk
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,12 +27,18 @@ etcd:
 	  $$S env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
 	  $$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server >/dev/null; }
 
-test: $(STAMP) etcd
+# wrk (Debian's), the C load generator `make bench` measures the hub's API with; installed when missing.
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk" >&2; S=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$S env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+	  $$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
+
+test: $(STAMP) etcd wrk
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
-bench: $(STAMP) etcd
+bench: $(STAMP) etcd wrk
 	$(BIN)/python -m bench.run
 
 clean:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import shutil
 import signal
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,10 +100,12 @@ async def raw_store(n: int, concurrency: int) -> dict:
         await store.get(f"/core/configmaps/root/default/cm-{i}")
 
     grate, glat = await _run_concurrent(n, concurrency, get)
+    for i in range(READ_OBJECTS):  # the API's list reads a namespace of READ_OBJECTS
+        await store.create(f"/core/configmaps/root/bench-read/cm-{i}", body[i])
     t0 = time.perf_counter()
-    for _ in range(20):
-        await store.range("/core/configmaps/root/default/")
-    lrate = 20 / (time.perf_counter() - t0)
+    for _ in range(200):
+        await store.range("/core/configmaps/root/bench-read/")
+    lrate = 200 / (time.perf_counter() - t0)
     await store.close()
     shutil.rmtree(d, ignore_errors=True)
     return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
@@ -131,29 +135,256 @@ def naive_sqlite(n: int) -> dict:
     return {"create": rate, "create_lat": percentiles(lat)}
 
 
-async def api(hub: HubProcess, n: int, concurrency: int) -> dict:
-    base = hub.url + "/api/v1/namespaces/default/configmaps"
-    async with hub.session(concurrency) as s:
-        bodies = [orjson.dumps(payload(i)) for i in range(n)]
+# -- throughput with a C load generator: the hub beside the minimal server ---------------------
 
-        async def create(i: int):
-            async with s.post(base, data=bodies[i]) as r:
-                assert r.status == 201, await r.text()
-                await r.read()
+WRK_DIR = Path(__file__).resolve().parent / "wrk"
+NAMESPACES = ("bench-create", "bench-deploy", "bench-read")
+READ_OBJECTS = 100
+CONNECTIONS = 32
 
-        rate, lat = await _run_concurrent(n, concurrency, create)
 
-        async def get(i: int):
-            async with s.get(f"{base}/cm-{i}") as r:
-                await r.read()
+class MinimalProcess(Process):
+    """``python -m bench.minimal_server`` (``stack``: uvicorn, granian or httptools) on a data
+    directory of its own: the same certificate layout and token file as the hub's, so
+    :class:`~fleetplane.lab.Process`'s requests and readiness work unchanged."""
 
-        grate, glat = await _run_concurrent(n, concurrency, get)
-        t0 = time.perf_counter()
-        for _ in range(20):
-            async with s.get(base) as r:
-                await r.read()
-        lrate = 20 / (time.perf_counter() - t0)
-    return {"create": rate, "create_lat": percentiles(lat), "get": grate, "get_lat": percentiles(glat), "list": lrate}
+    def __init__(self, stack: str = "uvicorn") -> None:
+        self.stack = stack
+        super().__init__(f"minimal-{stack}", [], Path(tempfile.mkdtemp(prefix="fleetplane-minimal-")))
+        self.start(timeout=30, interval=0.01)
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "bench.minimal_server", "--port", str(self.port),
+                "--data", str(self.data_dir), "--stack", self.stack]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        code = super().stop(sig, timeout)
+        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+        return code
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and every live descendant (granian serves from a child process)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after the command: state ppid ... utime (14th field of the line) stime (15th)
+        stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, (0, 0.0))[1]
+        todo += [c for c, (ppid, _) in stats.items() if ppid == p]
+    return total
+
+
+def wait_idle(target: Process, timeout: float = 120.0) -> float:
+    """Until ``target`` uses under 5 % of a core over half a second: the work a run left behind
+    (controllers reacting to the creates, a new CRD's OpenAPI and discovery rebuilt) is done
+    before the next run measures. Returns the CPU seconds it used meanwhile."""
+    assert target.pid is not None
+    deadline = time.monotonic() + timeout
+    start = before = tree_cpu_seconds(target.pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = tree_cpu_seconds(target.pid)
+        if now - before < 0.025:
+            return now - start
+        before = now
+    return before - start
+
+
+def _children_cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def parse_wrk(out: str) -> dict:
+    """wrk's summary: the ``WRK {json}`` line of bench/wrk/report.lua (requests, errors, latency
+    in microseconds), and ``Requests/sec`` with the ``--latency`` distribution from wrk's text."""
+    result: dict = {}
+    dist: dict[str, float] = {}
+    units = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+    in_dist = False
+    for line in out.splitlines():
+        s = line.strip()
+        if s.startswith("WRK {"):
+            result.update(orjson.loads(s[4:]))
+        elif s.startswith("Requests/sec:"):
+            result["rps"] = float(s.split()[1])
+        elif s.startswith("Latency Distribution"):
+            in_dist = True
+        elif in_dist and s.endswith(tuple(units)) and "%" in s:
+            pct, value = s.split()
+            num = value.rstrip("usm")
+            dist[pct] = float(num) * units[value[len(num):]]
+        else:
+            in_dist = False
+    if "requests" not in result:
+        raise RuntimeError(f"wrk printed no summary:\n{out}")
+    result["latency_ms"] = dist
+    return result
+
+
+def wrk(target: Process, script: str, path: str, args: list[str], seconds: float,
+        connections: int = CONNECTIONS, threads: int = 2) -> dict:
+    """One wrk run against ``target``: requests/s, latency, and CPU per request of the server
+    (its process tree, from /proc) and of wrk itself (the reaped child's rusage), in µs; then
+    the server's CPU until it is idle again (``after_cpu_us``: what its controllers did about
+    the requests once answered), so the next run starts on an idle server."""
+    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency", "--timeout", "30s",
+           "-s", str(WRK_DIR / script), "-H", f"Authorization: Bearer {target.token}",
+           "-H", "Content-Type: application/json", target.url + path, "--", *args]
+    assert target.pid is not None
+    server0, client0 = tree_cpu_seconds(target.pid), _children_cpu_seconds()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 120).stdout
+    server1, client1 = tree_cpu_seconds(target.pid), _children_cpu_seconds()
+    after = wait_idle(target)
+    w = parse_wrk(out)
+    n = max(w["requests"], 1)
+    lat = w["latency_us"]
+    return {"rps": w.get("rps", n / (w["duration_us"] / 1e6)), "requests": w["requests"],
+            "p50": lat["p50"] / 1000, "p90": lat["p90"] / 1000, "p99": lat["p99"] / 1000,
+            "server_cpu_us": (server1 - server0) / n * 1e6, "client_cpu_us": (client1 - client0) / n * 1e6,
+            "after_cpu_us": after / n * 1e6, "errors": sum(w["errors"].values()), "non2xx": w["errors"]["status"]}
+
+
+def deployment_crd() -> dict:
+    """deployments.apps as a Syncer imports it from a cluster: the structural CRD built from the
+    OpenAPI v3 document a simulated cluster serves (fleetplane's own, the full Deployment schema)."""
+    from fleetplane.apis import workload_types
+    from fleetplane.fleet.syncer import constants as C
+    from fleetplane.fleet.syncer.schema import crd_version_from_openapi
+    from fleetplane.server.openapi import group_version_document
+
+    t = next(t for t in workload_types() if t.kind == "Deployment")
+    version = crd_version_from_openapi(group_version_document("apps/v1", [t]), "apps", "v1", "Deployment",
+                                       frozenset(t.subresources))
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "deployments.apps", "labels": {C.imported_from_label("bench"): "true"},
+                         "annotations": {C.ORIGIN_ANNOTATION: "imported", C.SCHEMA_SOURCE_ANNOTATION: "bench",
+                                         "api-approved.kubernetes.io": "unapproved, imported from a physical cluster by fleetplane"}},
+            "spec": {"group": "apps", "scope": "Namespaced", "conversion": {"strategy": "None"},
+                     "names": {"plural": "deployments", "singular": "deployment", "kind": "Deployment",
+                               "listKind": "DeploymentList", "shortNames": ["deploy"], "categories": ["all"]},
+                     "versions": [version]}}
+
+
+def prepare(target: Process, hub: bool) -> None:
+    """The namespaces, the Deployment type on the hub, and the objects gets and lists read."""
+    for ns in NAMESPACES:
+        code, body = target.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                                    "metadata": {"name": ns}})
+        assert code in (201, 409), (code, body)
+    if hub:
+        code, body = target.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                    deployment_crd(), timeout=60)
+        assert code == 201, (code, body)
+        deadline = time.monotonic() + 60
+        while target.request("GET", "/apis/apps/v1/namespaces/bench-deploy/deployments")[0] != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError("deployments.apps not served 60 s after its CRD was created")
+            time.sleep(0.1)
+    for i in range(READ_OBJECTS):
+        body = payload(i) | {"metadata": {"name": f"cm-{i}", "labels": {"bench": "yes"}}}
+        code, out = target.request("POST", "/api/v1/namespaces/bench-read/configmaps", body)
+        assert code == 201, (code, out)
+    wait_idle(target)
+
+
+#: (operation, wrk script, collection path, the script's arguments: {round} is the round's tag)
+OPERATIONS: tuple[tuple[str, str, str, list[str]], ...] = (
+    ("create", "create.lua", "/api/v1/namespaces/bench-create/configmaps", ["configmap", "{round}"]),
+    ("deploy", "create.lua", "/apis/apps/v1/namespaces/bench-deploy/deployments", ["deployment", "{round}"]),
+    ("get", "get.lua", "/api/v1/namespaces/bench-read/configmaps", ["cm", str(READ_OBJECTS)]),
+    ("list", "list.lua", "/api/v1/namespaces/bench-read/configmaps", []),
+)
+
+
+def _summary(runs: list[dict]) -> dict:
+    """The medians over rounds of one operation on one server."""
+    med = {k: statistics.median(r[k] for r in runs)
+           for k in ("rps", "p50", "p99", "server_cpu_us", "client_cpu_us", "after_cpu_us")}
+    return {**med, "requests": sum(r["requests"] for r in runs), "errors": sum(r["errors"] for r in runs),
+            "non2xx": sum(r["non2xx"] for r in runs), "rounds": len(runs)}
+
+
+def throughput(targets: dict[str, Process], rounds: int, seconds: float,
+               only: dict[str, set[str]] | None = None) -> dict[str, dict]:
+    """Every operation on every target with the same wrk client, the targets interleaved within a
+    round and their order reversed every other round (A B, B A, ...): on a loaded machine the
+    medians compare like with like (after a warm-up second each). ``only``: a target measured on
+    these operations alone. Returns {target: {operation: medians}}."""
+    only = only or {}
+
+    def wanted(name: str, op: str) -> bool:
+        return name not in only or op in only[name]
+
+    runs: dict[str, dict[str, list[dict]]] = {t: {op[0]: [] for op in OPERATIONS if wanted(t, op[0])} for t in targets}
+    names = list(targets)
+    for op, script, path, args in OPERATIONS:  # warm-up, not counted: caches, compiled validators
+        for name in names:
+            if wanted(name, op):
+                wrk(targets[name], script, path, [a.format(round="warm") for a in args], 1)
+    for rnd in range(rounds):
+        order = names if rnd % 2 == 0 else names[::-1]
+        for op, script, path, args in OPERATIONS:
+            for name in order:
+                if not wanted(name, op):
+                    continue
+                target = targets[name]
+                target.check()
+                run_args = [a.format(round=f"r{rnd}") for a in args]
+                runs[name][op].append(wrk(target, script, path, run_args, seconds))
+    return {t: {op: _summary(r) for op, r in ops.items()} for t, ops in runs.items()}
+
+
+def api_result(ops: dict[str, dict]) -> dict:
+    """One server's figures in the shape BENCHMARKS.md reads (``create``, ``create_lat`` ...),
+    with CPU per request of server and client beside."""
+    out: dict = {"client": f"wrk, {CONNECTIONS} connections, 2 threads, HTTPS keep-alive"}
+    for op, m in ops.items():
+        out[op] = m["rps"]
+        out[f"{op}_lat"] = {"p50": m["p50"], "p99": m["p99"]}
+    out["cpu_us"] = {op: m["server_cpu_us"] for op, m in ops.items()}
+    out["client_cpu_us"] = {op: m["client_cpu_us"] for op, m in ops.items()}
+    out["after_cpu_us"] = {op: m["after_cpu_us"] for op, m in ops.items()}
+    out["errors"] = {op: m["errors"] for op, m in ops.items()}
+    out["rounds"] = min(m["rounds"] for m in ops.values())
+    return out
+
+
+def stacks(rounds: int = 5, seconds: float = 5) -> dict[str, dict]:
+    """The HTTP stack by measurement (docs/dependencies.md, "The HTTP stack"): the minimal server's
+    create and get on uvicorn + httptools (the hub's), granian (when installed: it is measured,
+    not a dependency) and a protocol on httptools directly, the same wrk client, interleaved."""
+    import importlib.util
+
+    names = ["uvicorn", "httptools"] + (["granian"] if importlib.util.find_spec("granian") else [])
+    targets: dict[str, Process] = {}
+    try:
+        for name in names:
+            targets[name] = MinimalProcess(name)
+            prepare(targets[name], hub=False)
+        ops = [op for op in OPERATIONS if op[0] in ("create", "get")]
+        runs: dict[str, dict[str, list[dict]]] = {t: {op[0]: [] for op in ops} for t in targets}
+        for rnd in range(rounds):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            for op, script, path, args in ops:
+                for name in order:
+                    runs[name][op].append(wrk(targets[name], script, path, [a.format(round=f"r{rnd}") for a in args], seconds))
+    finally:
+        for t in targets.values():
+            t.stop()
+    return {t: {op: _summary(r) for op, r in o.items()} for t, o in runs.items()}
 
 
 async def paced_writes(hub: HubProcess, rate: int, seconds: float) -> dict:
@@ -261,8 +492,25 @@ async def run(quick: bool = False) -> dict:
     conc = 32
     results: dict = {"raw": await raw_store(n, conc), "naive": naive_sqlite(n // 4)}
     hub = HubProcess()
+    minimal = MinimalProcess()
+    # the request alone: with the splitter on, each Deployment create sets it placing (patches, Events)
+    quiet = HubProcess("--no-splitter")
     try:
-        results["api"] = await api(hub, n, conc)
+        for target in (hub, minimal, quiet):
+            prepare(target, hub=target is not minimal)
+        measured = throughput({"hub": hub, "minimal": minimal, "no-splitter": quiet}, 2 if quick else 3,
+                              3 if quick else 6, only={"no-splitter": {"deploy"}})
+        minimal.stop()
+        quiet.stop()
+        results["api"], results["minimal"] = api_result(measured["hub"]), api_result(measured["minimal"])
+        results["api"]["deploy_no_splitter"] = api_result(measured["no-splitter"])
+    finally:
+        minimal.stop()
+        quiet.stop()
+        hub.stop()
+    # a hub of its own: the thousands of Deployments above keep the splitter busy for minutes
+    hub = HubProcess()
+    try:
         results["paced"] = await paced_writes(hub, 500, 4 if quick else 10)
         results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
     finally:
@@ -277,4 +525,7 @@ async def run(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(run(quick="--quick" in sys.argv)), indent=2))
+    if "--stacks" in sys.argv:
+        print(json.dumps(stacks(), indent=2))
+    else:
+        print(json.dumps(asyncio.run(run(quick="--quick" in sys.argv)), indent=2))

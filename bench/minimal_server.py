@@ -283,13 +283,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def _serve_granian(app: MinimalApp, a: argparse.Namespace) -> None:
     from granian import Granian  # type: ignore[import-not-found]  # measured, not a dependency
-    from granian.constants import Interfaces, Loops  # type: ignore[import-not-found]
+    from granian.constants import HTTPModes, Interfaces, Loops  # type: ignore[import-not-found]
 
     os.environ["FLEETPLANE_MINIMAL_DATA"] = str(a.data)
     creds = app.creds
+    # No client CA: granian's client verification is on or off (no CERT_OPTIONAL), and off is what
+    # a hub serving tokens and certificates on one port would need; docs/dependencies.md.
     Granian("bench.minimal_server:granian_app", address=a.host, port=a.port, interface=Interfaces.ASGI,
-            factory=True, workers=1, loop=Loops.uvloop, log_enabled=False,
-            ssl_cert=creds.serving_cert, ssl_key=creds.serving_key).serve()
+            factory=True, workers=1, runtime_threads=1, loop=Loops.uvloop, http=HTTPModes.http1,
+            log_enabled=False, ssl_cert=creds.serving_cert, ssl_key=creds.serving_key).serve()
 
 
 if __name__ == "__main__":
