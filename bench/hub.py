@@ -430,6 +430,7 @@ async def run(quick: bool = False) -> dict:
         results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
     finally:
         hub.stop()
+    results["watch_scale"] = [await watch_scale(n, 5 if quick else 10) for n in ((1000,) if quick else (1000, 5000))]
     fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
     try:
         results["startup_seconds"] = fresh.ready_after
