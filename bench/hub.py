@@ -460,6 +460,169 @@ async def watch_fanout(hub: HubProcess, watchers: int, events: int) -> dict:
     return {"watchers": watchers, "events": events, **percentiles(lat), "last_p50": statistics.median(last) * 1000}
 
 
+
+# -- watch fan-out at scale: hub CPU per delivery, memory per watcher, p99 -------------------------
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _watch_conns(host: str, port: int, ctx: ssl.SSLContext, token: str, path: str, n: int, events: int,
+                       report) -> None:
+    """``n`` raw HTTP/1.1 watches; each records when it reads each event (time.monotonic, the same
+    clock in every process); a light client: no JSON parsing, the name is cut out of the line."""
+    delivered: list[tuple[str, float]] = []
+    request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+               "Accept: application/json\r\n\r\n").encode()
+
+    async def one() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        for attempt in range(20):
+            try:
+                r, w = await asyncio.open_connection(host, port, ssl=ctx, limit=1 << 20)
+                w.write(request)
+                while (await r.readline()) not in (b"\r\n", b""):
+                    pass  # the status line and headers
+                return r, w
+            except OSError:
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise RuntimeError("could not open a watch")
+
+    conns = []
+    sem = asyncio.Semaphore(64)
+
+    async def opening() -> None:
+        async with sem:
+            conns.append(await one())
+
+    await asyncio.gather(*(opening() for _ in range(n)))
+    report.put(("open", n))
+
+    async def read(r: asyncio.StreamReader) -> None:
+        got = 0
+        while got < events:
+            line = await r.readline()
+            if not line:
+                return
+            if line.startswith(b'{"type"'):
+                i = line.index(b'"name":"') + 8
+                delivered.append((line[i:line.index(b'"', i)].decode(), time.monotonic()))
+                got += 1
+
+    t0 = time.process_time()
+    await asyncio.gather(*(read(r) for r, _ in conns))
+    cpu = time.process_time() - t0
+    for _, w in conns:
+        w.close()
+    report.put(("done", delivered, cpu))
+
+
+def _watch_client_process(url: str, token: str, cafile: str, path: str, n: int, events: int, report) -> None:
+    ctx = ssl.create_default_context(cafile=cafile)
+    host, port = url.removeprefix("https://").rsplit(":", 1)
+    asyncio.run(_watch_conns(host, int(port), ctx, token, path, n, events, report))
+
+
+async def watch_scale(watchers: int, events: int = 10, clients: int = 2, gap: float = 0.05) -> dict:
+    """``watchers`` watches (in ``clients`` processes of their own) on one namespace of a fresh hub;
+    ``events`` creates ``gap`` s apart. Reports the latency from each write's request to each
+    delivery, the hub's CPU per delivery (/proc/<pid>/stat over the events, with the CPU of the
+    writes themselves measured alone and taken off) and its resident memory per open watch."""
+    import multiprocessing
+
+    hub = HubProcess("--max-connections-per-client", "0", "--max-connections", str(watchers + 1000))
+    mp = multiprocessing.get_context("spawn")
+    procs = []
+    try:
+        ns = "kube-system"
+        base = hub.url + f"/api/v1/namespaces/{ns}/configmaps"
+        async with hub.session(8) as s:
+            async def post(name: str) -> float:
+                t0 = time.monotonic()
+                async with s.post(base, data=orjson.dumps(payload(0) | {"metadata": {"name": name}})) as r:
+                    assert r.status == 201, await r.text()
+                return t0
+
+            # the writes alone (no watcher): their CPU is taken off the fan-out's
+            await asyncio.sleep(1)
+            cpu0 = _proc_cpu_seconds(hub.proc.pid)
+            for i in range(events):
+                await post(f"warm-{i}")
+                await asyncio.sleep(gap)
+            write_cpu = _proc_cpu_seconds(hub.proc.pid) - cpu0
+            async with s.get(base) as r:
+                rv = (await r.json())["metadata"]["resourceVersion"]
+            await asyncio.sleep(1)
+            rss0 = hub.rss_kib()
+            report = mp.Queue()
+            path = f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}&labelSelector=fan%3Dyes"
+            share = [watchers // clients + (1 if i < watchers % clients else 0) for i in range(clients)]
+            for n in share:
+                p = mp.Process(target=_watch_client_process, args=(hub.url, hub.token, str(hub.ca), path, n, events, report),
+                               daemon=True)
+                p.start()
+                procs.append(p)
+            loop = asyncio.get_running_loop()
+            t_open = time.monotonic()
+            opened = 0
+            while opened < len(share):
+                msg = await loop.run_in_executor(None, report.get, True, 600)
+                assert msg[0] == "open"
+                opened += 1
+            open_s = time.monotonic() - t_open
+            await asyncio.sleep(2)
+            rss1 = hub.rss_kib()
+            cpu1 = _proc_cpu_seconds(hub.proc.pid)
+            spy = None
+            if os.environ.get("FLEETPLANE_BENCH_PYSPY"):  # a profile of the hub over the events
+                spy = await asyncio.create_subprocess_exec(
+                    str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(hub.proc.pid), "-r", "200", "-f", "raw",
+                    "-o", os.environ["FLEETPLANE_BENCH_PYSPY"], stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+                await asyncio.sleep(1)
+                cpu1 = _proc_cpu_seconds(hub.proc.pid)
+            sent: dict[str, float] = {}
+            for i in range(events):
+                name = f"fan-{i}"
+                body = payload(0) | {"metadata": {"name": name, "labels": {"fan": "yes"}}}
+                t0 = time.monotonic()
+                async with s.post(base, data=orjson.dumps(body)) as r:
+                    assert r.status == 201, await r.text()
+                sent[name] = t0
+                await asyncio.sleep(gap)
+            delivered: list[tuple[str, float]] = []
+            client_cpu = 0.0
+            for _ in share:
+                msg = await loop.run_in_executor(None, report.get, True, 600)
+                assert msg[0] == "done"
+                delivered += msg[1]
+                client_cpu += msg[2]
+            cpu2 = _proc_cpu_seconds(hub.proc.pid)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                await asyncio.wait_for(spy.wait(), 30)
+    finally:
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+        hub.stop()
+    lat = [t - sent[name] for name, t in delivered]
+    by_name: dict[str, list[float]] = {}
+    for name, t in delivered:
+        by_name.setdefault(name, []).append(t - sent[name])
+    count = len(delivered)
+    assert count == watchers * events, f"{count} deliveries, expected {watchers * events}"
+    return {"watchers": watchers, "events": events, "clients": clients, **percentiles(lat),
+            "last_p50": statistics.median(max(v) for v in by_name.values()) * 1000,
+            "hub_cpu_us_per_delivery": (cpu2 - cpu1 - write_cpu) / count * 1e6,
+            "client_cpu_us_per_delivery": client_cpu / count * 1e6,
+            "rss_kib_per_watcher": (rss1 - rss0) / watchers, "open_seconds": open_s,
+            "load": os.getloadavg()[0]}
+
+
 async def clusters(hub: HubProcess, count: int, concurrency: int = 32) -> dict:
     rss0 = hub.rss_kib()
     async with hub.session(concurrency) as s:
@@ -515,6 +678,7 @@ async def run(quick: bool = False) -> dict:
         results["watch"] = await watch_fanout(hub, 1000, 5 if quick else 10)
     finally:
         hub.stop()
+    results["watch_scale"] = [await watch_scale(n, 5 if quick else 10) for n in ((1000,) if quick else (1000, 5000))]
     fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
     try:
         results["startup_seconds"] = fresh.ready_after

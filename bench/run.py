@@ -121,6 +121,19 @@ def _render_api(api: dict, minimal: dict | None, raw: dict, naive: dict) -> list
     return lines
 
 
+def _watch_scale_rows(rows: list[dict]) -> list[str]:
+    """bench.hub.watch_scale: hub CPU per delivery, memory per watcher, p99 (item 6's goals)."""
+    if not rows:
+        return []
+    out = ["| watchers (clients in 2 processes) | events | hub CPU per delivery (us, goal <= 40) | client CPU per delivery (us) |"
+           " hub KiB per watcher (goal < 40) | delivery p50 / p99 (ms, goal p99 < 300 at 5000) | load average |",
+           "|---|---|---|---|---|---|---|"]
+    for w in rows:
+        out.append(f"| {w['watchers']} | {w['events']} | {w['hub_cpu_us_per_delivery']:.1f} | {w['client_cpu_us_per_delivery']:.1f} |"
+                   f" {w['rss_kib_per_watcher']:.1f} | {w['p50']:.0f} / {w['p99']:.0f} | {w['load']:.1f} |")
+    return [*out, ""]
+
+
 def render(r: dict, machine: str, when: str) -> str:
     raw, naive, api, paced, watch, cl = r["raw"], r["naive"], r["api"], r["paced"], r["watch"], r["clusters"]
     lines = [
@@ -144,6 +157,7 @@ def render(r: dict, machine: str, when: str) -> str:
         "",
         "Latency from a write's request to each watcher reading the event (all on one machine).",
         "",
+        *_watch_scale_rows(r.get("watch_scale") or []),
         "## Start-up",
         "",
         (f"`fleetplane start` on an empty data dir answers `/readyz` 200 after {r['startup_seconds']:.2f} s"

@@ -140,6 +140,7 @@ class HubApp:
             await send(message)
 
         req = Request.from_scope(scope, receive, send_and_record)
+        req.server_send = send
         started = time.perf_counter()
         info: RequestInfo | None = None
         try:

@@ -58,6 +58,9 @@ class Request:
     query_string: str = ""
     #: a WebSocket upgrade: the connection's own (receive, send), for a subresource that accepts it
     websocket: tuple[Receive, Send] | None = None
+    #: the ASGI server's own send, beneath every wrapper: a watch writes its events past it,
+    #: straight to the connection (server/watch.py)
+    server_send: Send | None = None
 
     @classmethod
     def from_scope(cls, scope: dict, receive: Receive, send: Send) -> Request:

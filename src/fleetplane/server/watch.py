@@ -2,28 +2,56 @@
 
 The start of a watch (initial ADDED events, or the history after a resourceVersion) and
 its registration happen in the same event-loop step, so no event falls between them.
+
+Delivery costs each watch as little as the event loop allows, for thousands of watches on one
+resource (docs/scaling.md, "Watch fan-out"). The watch cache calls each watch's sink
+(:class:`_Stream`) in the step it applies an event; the sink appends the event's line, encoded
+once per event and shared by every watch (``WatchEvent.frame``), and once per event-loop step
+every watch that gathered lines writes them as one HTTP chunk straight to its connection
+(uvicorn's transport, past the per-message ASGI ``send``), unless the connection is paused
+(its client reads slower than it is written to): then the lines wait, and the serving task
+writes them once the connection drains. No queue, no task switch and no timer per event: one
+deadline per watch (``loop.call_at``) and one bookmark timer per interval. A watch with more
+than ``WATCHER_QUEUE_LIMIT`` events or ``WATCHER_BUFFER_BYTES`` waiting is dropped: it ends with
+a 410 ERROR event (as before; kube's cacher closes such a watcher) and its client relists or
+resumes.
+
+Where events go through a conversion webhook (asynchronous), or the response is not uvicorn's
+chunked HTTP/1.1 (another ASGI server), the serving task encodes and sends each batch through
+ASGI instead, woken once per batch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 
 import orjson
 from prometheus_client import Gauge
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 from ..apimachinery import errors as e
 from ..apimachinery.errors import StatusError
 from ..registry.conversion import converts
 from ..registry.store import Context, GenericStore, ListOptions
 from ..registry.types import ResourceType
-from ..storage.watchcache import CachedObject, WatchEvent
+from ..storage import watchcache
+from ..storage.watchcache import CachedObject, Watcher, WatchEvent
 from . import tables
 from .http import Request, end_stream, start_stream, stream_chunk
 
+log = logging.getLogger("fleetplane.server")
+
 #: kube's cacher sends a bookmark about every minute; Kopf gives up on a stream after 70 s
 DEFAULT_BOOKMARK_INTERVAL = 60.0
+#: bytes of events a watch may have waiting for its client before it is dropped (with
+#: ``watchcache.WATCHER_QUEUE_LIMIT`` events: whichever comes first)
+WATCHER_BUFFER_BYTES = 16 * 1024 * 1024
+#: how long a dropped watch's 410 ERROR event and end may wait for a client that reads nothing,
+#: before its connection is closed
+DROP_GRACE_SECONDS = 10.0
 
 
 def _parse_rv(value: str) -> int | None:
@@ -37,6 +65,203 @@ def _parse_rv(value: str) -> int | None:
 
 def _error_event(err: StatusError) -> bytes:
     return orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n"
+
+
+def _direct_cycle(req: Request) -> RequestResponseCycle | None:
+    """uvicorn's response cycle of a started chunked response, whose transport a watch may
+    write whole chunks to; None for anything else (another server, HEAD, a WebSocket)."""
+    cycle = getattr(req.server_send, "__self__", None)
+    if req.websocket is None and isinstance(cycle, RequestResponseCycle) and cycle.chunked_encoding is True \
+            and cycle.response_started and not cycle.response_complete:
+        return cycle
+    return None
+
+
+class _Flusher:
+    """Writes every watch that gathered lines, once per event-loop step: the events the cache
+    applies in one step leave as one chunk (one TLS record, one send) per watch."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.dirty: list[_Stream] = []
+
+    def add(self, stream: _Stream) -> None:
+        if not self.dirty:
+            self.loop.call_soon(self.run)
+        self.dirty.append(stream)
+
+    def run(self) -> None:
+        dirty, self.dirty = self.dirty, []
+        for stream in dirty:
+            stream.flush()
+
+
+_flushers: dict[asyncio.AbstractEventLoop, _Flusher] = {}
+
+
+def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
+    f = _flushers.get(loop)
+    if f is None:
+        for old in [lp for lp in _flushers if lp.is_closed()]:
+            del _flushers[old]
+        f = _flushers[loop] = _Flusher(loop)
+    return f
+
+
+class _Stream:
+    """One watch's delivery: the watch cache's sink on one side, the connection on the other."""
+
+    __slots__ = ("req", "store", "watcher", "encoder", "loop", "cycle", "flusher", "bookmark_interval", "live",
+                 "pending", "pending_bytes", "events", "scheduled", "ended", "blocked", "bookmark_due",
+                 "error", "last_rev", "last_write", "deadline", "deadline_timer", "bookmark_timer", "waiter")
+
+    def __init__(self, req: Request, store: GenericStore, watcher: Watcher, encoder: _Encoder,
+                 loop: asyncio.AbstractEventLoop, start_rev: int) -> None:
+        self.req, self.store, self.watcher, self.encoder, self.loop = req, store, watcher, encoder, loop
+        #: set once the response started, when its lines can go straight to the transport
+        self.cycle: RequestResponseCycle | None = None
+        self.flusher = _flusher(loop)
+        self.bookmark_interval: float | None = None
+        self.live = False  # the initial events are out: later lines may be written
+        #: lines (direct) or events (through ASGI) waiting to be written
+        self.pending: list[bytes] = []
+        self.pending_bytes = 0
+        self.events: list[WatchEvent] = []
+        self.scheduled = False
+        self.ended = False
+        self.blocked = False  # the connection is paused: the serving task waits for it to drain
+        self.bookmark_due = False
+        self.error: StatusError | None = None
+        self.last_rev = start_rev
+        self.last_write = 0.0
+        self.deadline = 0.0
+        self.deadline_timer: asyncio.TimerHandle | None = None
+        self.bookmark_timer: asyncio.TimerHandle | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        watcher.attach(self.sink, self.end)
+
+    # -- the watch cache's side: called in the step an event is applied ----------------------
+
+    def sink(self, ev: WatchEvent) -> None:
+        self.last_rev = ev.revision
+        if self.cycle is None:
+            self.events.append(ev)
+            if len(self.events) > watchcache.WATCHER_QUEUE_LIMIT:
+                self.watcher.overflow()
+            elif self.live:
+                self._wake()
+            return
+        try:
+            line = self.encoder.frame(ev)
+        except StatusError as err:
+            self.error = err
+            self.watcher.stop()
+            return
+        except Exception:
+            log.exception("encoding a watch event failed")
+            self.error = e.internal("an error on the server has prevented the watch event from being sent")
+            self.watcher.stop()
+            return
+        self._add(line)
+
+    def _add(self, line: bytes) -> None:
+        self.pending.append(line)
+        self.pending_bytes += len(line)
+        if len(self.pending) > watchcache.WATCHER_QUEUE_LIMIT or self.pending_bytes > WATCHER_BUFFER_BYTES:
+            self.watcher.overflow()
+        elif self.live and not self.scheduled and not self.blocked:
+            self.scheduled = True
+            self.flusher.add(self)
+
+    def end(self) -> None:
+        """The watcher stopped (timeout, shutdown, overflow, the client gone): the task ends the stream."""
+        self.ended = True
+        self._wake()
+
+    # -- the connection's side ----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write the waiting lines as one chunk, if the connection takes them now."""
+        self.scheduled = False
+        cycle = self.cycle
+        if not self.pending or cycle is None or self.ended and self.watcher.overflowed:
+            return
+        if cycle.disconnected or cycle.transport.is_closing():
+            self.watcher.stop()
+            return
+        if cycle.flow.write_paused:
+            self.blocked = True  # the serving task waits for the drain, then flushes
+            self._wake()
+            return
+        lines, size = self.pending, self.pending_bytes
+        self.pending, self.pending_bytes = [], 0
+        cycle.transport.write(b"".join([b"%x\r\n" % size, *lines, b"\r\n"]))
+        if self.bookmark_interval is not None:
+            self.last_write = self.loop.time()
+
+    def go_live(self, timeout: float, bookmark_interval: float | None) -> None:
+        """The initial events are written: arm the deadline (and bookmarks), write what came since."""
+        now = self.loop.time()
+        self.live, self.last_write, self.deadline = True, now, now + timeout
+        self.deadline_timer = self.loop.call_at(self.deadline, self.watcher.stop)
+        if bookmark_interval is not None:
+            self.bookmark_interval = bookmark_interval
+            self.bookmark_timer = self.loop.call_at(now + bookmark_interval, self._bookmark)
+        if self.pending:
+            self.scheduled = True
+            self.flusher.add(self)
+        if self.events:
+            self._wake()
+
+    def _bookmark(self) -> None:
+        """A bookmark when nothing was written for an interval (one timer per interval, not per event)."""
+        assert self.bookmark_interval is not None
+        now = self.loop.time()
+        if self.ended or now >= self.deadline:
+            return
+        due = self.last_write + self.bookmark_interval
+        if now >= due - 0.001:
+            if self.cycle is not None:
+                self._add(self.encoder.bookmark(max(self.last_rev, self.store.cache.revision)))
+                self.last_write = now
+            else:
+                self.bookmark_due = True
+                self._wake()
+            due = now + self.bookmark_interval
+        self.bookmark_timer = self.loop.call_at(due, self._bookmark)
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until the serving task has something to do."""
+        if self.ended or self.blocked or self.bookmark_due or self.events:
+            return
+        self.waiter = self.loop.create_future()
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
+    def cancel_timers(self) -> None:
+        for timer in (self.deadline_timer, self.bookmark_timer):
+            if timer is not None:
+                timer.cancel()
+        self.deadline_timer = self.bookmark_timer = None
+
+    async def drain(self, grace: float | None = None) -> bool:
+        """Wait until the connection takes writes again; False if it is gone (or did not drain in ``grace`` s)."""
+        cycle = self.cycle
+        assert cycle is not None
+        if cycle.flow.write_paused and not cycle.disconnected:
+            try:
+                async with asyncio.timeout(grace):
+                    await cycle.flow.drain()
+            except TimeoutError:
+                cycle.transport.abort()
+                return False
+        return not cycle.disconnected and not cycle.transport.is_closing()
 
 
 async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: Context, opts: ListOptions,
@@ -65,56 +290,66 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
     initial = store.initial_objects(rt, ctx, opts) if initial_events else []
     start_rev = store.cache.revision
     encoder = _Encoder(rt, store, table, include_object)
+    loop = asyncio.get_running_loop()
+    stream = _Stream(req, store, watcher, encoder, loop, start_rev)  # from here on, events gather in it
 
-    await start_stream(req)
     gauge = watchers.labels(rt.group_resource)
     gauge.inc()
-    disconnected = asyncio.Event()
+    disconnected = False
 
     async def watch_disconnect() -> None:
+        nonlocal disconnected
         while True:
             msg = await req.receive()
             if msg["type"] == "http.disconnect":
-                disconnected.set()
+                disconnected = True
                 watcher.stop()
                 return
 
     listener = asyncio.create_task(watch_disconnect())
     try:
+        await start_stream(req)
         chunk = [await encoder.events([("ADDED", o) for o in initial] + list(replay))]
         if send_initial.lower() == "true" and bookmarks:
             chunk.append(encoder.bookmark(start_rev, initial_end=True))
-        if chunk:
-            await stream_chunk(req, b"".join(chunk))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        last_rev = start_rev
-        while not disconnected.is_set():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+        if not converts(rt):  # later lines are encoded as events arrive, and written straight to the connection
+            stream.cycle = _direct_cycle(req)
+            if stream.cycle is not None and stream.events:  # what arrived while the response started
+                early, stream.events = stream.events, []
+                for ev in early:
+                    stream.sink(ev)
+        await stream_chunk(req, b"".join(chunk))
+        stream.go_live(timeout, bookmark_interval if bookmarks else None)
+        while True:
+            await stream.wait()
+            if stream.ended:
                 break
-            wait = min(remaining, bookmark_interval) if bookmarks else remaining
-            try:
-                async with asyncio.timeout(wait):
-                    ev = await watcher.queue.get()
-            except TimeoutError:
-                if bookmarks and loop.time() < deadline:
-                    await stream_chunk(req, encoder.bookmark(max(last_rev, store.cache.revision)))
-                continue
-            if ev is None:
-                if watcher.overflowed:
-                    await stream_chunk(req, _error_event(e.gone("the watcher fell too far behind; please resume")))
-                break
-            ready = [ev]
-            last_rev = ev.revision
-            while not watcher.queue.empty():  # write whatever else is ready in one chunk
-                nxt = watcher.queue.get_nowait()
-                if nxt is None:
-                    watcher.queue.put_nowait(None)
+            if stream.blocked:  # direct: the client reads slowly; write once it has caught up
+                if not await stream.drain():
                     break
-                ready.append(nxt)
-                last_rev = nxt.revision
-            await stream_chunk(req, await encoder.events(list(ready)))
+                stream.blocked = False
+                stream.flush()
+            if stream.events:  # through ASGI: the batch that gathered, in one chunk
+                batch, stream.events = stream.events, []
+                await stream_chunk(req, await encoder.events(list(batch)))
+                stream.last_write = loop.time()
+            if stream.bookmark_due:
+                stream.bookmark_due = False
+                if loop.time() < stream.deadline:
+                    await stream_chunk(req, encoder.bookmark(max(stream.last_rev, store.cache.revision)))
+                stream.last_write = loop.time()
+        stream.cancel_timers()
+        if watcher.overflowed:
+            stream.pending.clear()
+            stream.events.clear()
+            await _last_words(req, stream, _error_event(e.gone("the watcher fell too far behind; please resume")))
+        elif not disconnected:
+            if stream.pending and await stream.drain():
+                stream.flush()
+            if stream.events:
+                await stream_chunk(req, await encoder.events(list(stream.events)))
+            if stream.error is not None:
+                await _last_words(req, stream, _error_event(stream.error))
     except StatusError as err:  # a conversion webhook failed: the stream ends with its Status
         with contextlib.suppress(OSError):
             await stream_chunk(req, _error_event(err))
@@ -123,12 +358,25 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
     finally:
         gauge.dec()
         watcher.stop()
+        stream.cancel_timers()
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await listener
-    if not disconnected.is_set():
+    if not disconnected:
         with contextlib.suppress(Exception):
             await end_stream(req)
+
+
+async def _last_words(req: Request, stream: _Stream, line: bytes) -> None:
+    """A watch's closing ERROR event; a client that reads nothing gets its connection closed
+    after ``DROP_GRACE_SECONDS`` (an unread ERROR must not hold the serving task forever)."""
+    if stream.cycle is not None:
+        if await stream.drain(DROP_GRACE_SECONDS):
+            stream.cycle.transport.write(b"%x\r\n%s\r\n" % (len(line), line))
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(DROP_GRACE_SECONDS):
+            await stream_chunk(req, line)
 
 
 class _Encoder:
@@ -168,8 +416,11 @@ class _Encoder:
 
     def watch_event(self, ev: WatchEvent) -> bytes:
         if self.plain:
-            return b'{"type":"' + ev.type.encode() + b'","object":' + ev.encoded() + b"}\n"
+            return ev.frame()  # the same bytes for every watch
         return self.event(ev.type, ev.cur)
+
+    #: one event's line, synchronously (not for objects served through a conversion webhook)
+    frame = watch_event
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
         meta: dict = {"resourceVersion": str(revision)}

@@ -2,7 +2,9 @@
 
 It is fed by one ``store.watch("/")`` stream (never by polling) and serves lists and watches
 for all logical clusters: a list is a scan of one cluster's dict (or all of them, for the
-``/clusters/*`` wildcard), a watch is a queue filled as events arrive. Lists wait until the
+``/clusters/*`` wildcard), a watch is a sink called as each event arrives (the HTTP layer's, which
+writes the event's shared bytes to the connection: server/watch.py) or, without one, a queue.
+Lists wait until the
 cache has caught up with the store's current revision, so they are consistent reads, as in
 kube-apiserver's consistent-reads-from-cache.
 
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 HISTORY_PER_RESOURCE = 20_000
 HISTORY_SECONDS = 75.0
 HISTORY_BYTES_PER_RESOURCE = 32 * 1024 * 1024
+#: events a watcher may have waiting (queued, or buffered by its sink) before it is dropped
 WATCHER_QUEUE_LIMIT = 20_000
 #: how often history is aged out of resources that see no writes
 SWEEP_SECONDS = 5.0
@@ -70,7 +73,8 @@ class CachedObject:
 
 @dataclass(slots=True)
 class WatchEvent:
-    """One change as watchers see it; ``encoded`` caches the JSON of ``obj`` for fan-out."""
+    """One change as watchers see it; ``encoded`` caches the JSON of ``obj`` and ``frame`` the
+    whole watch event (one line of a watch stream), both made once and shared by every watcher."""
 
     type: str  # ADDED | MODIFIED | DELETED
     cur: CachedObject
@@ -79,6 +83,7 @@ class WatchEvent:
     #: the bytes of the stored value (what the history's byte budget counts) and when it arrived
     size: int = 0
     arrived: float = 0.0
+    _frame: bytes | None = None
 
     @property
     def revision(self) -> int:
@@ -86,8 +91,18 @@ class WatchEvent:
 
     def encoded(self) -> bytes:
         if self._encoded is None:
-            self._encoded = orjson.dumps(self.cur.obj)
+            frame = self._frame
+            # the frame holds the object's JSON: cut it out rather than encode it again
+            self._encoded = frame[len(self.type) + 20:-2] if frame is not None else orjson.dumps(self.cur.obj)
         return self._encoded
+
+    def frame(self) -> bytes:
+        """``{"type":"<type>","object":<the object's JSON>}`` and a newline, as a JSON watch
+        stream carries it; the object's JSON is not kept apart (one copy of the bytes)."""
+        if self._frame is None:
+            obj = self._encoded if self._encoded is not None else orjson.dumps(self.cur.obj)
+            self._frame = b'{"type":"' + self.type.encode() + b'","object":' + obj + b"}\n"
+        return self._frame
 
 
 def decode(kv_key: str, value: bytes, revision: int, stored: dict[str, Any] | None = None) -> CachedObject:
@@ -111,17 +126,41 @@ def deleted(prev: CachedObject, ev: Event) -> CachedObject:
 Filter = Callable[[CachedObject], bool]
 
 
+Sink = Callable[[WatchEvent], None]
+
+
 class Watcher:
-    """One watch: matching events queued until the HTTP layer writes them out."""
+    """One watch: matching events handed to its sink as they are applied (:meth:`attach`), or
+    queued (``queue``) for a reader that has none; a watcher the HTTP layer serves has a sink."""
+
+    __slots__ = ("cache", "cluster", "namespace", "match", "_queue", "closed", "overflowed", "sink", "on_stop")
 
     def __init__(self, cache: ResourceCache, cluster: str | None, namespace: str | None, match: Filter) -> None:
         self.cache = cache
         self.cluster = cluster
         self.namespace = namespace
         self.match = match
-        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[WatchEvent | None] | None = None
         self.closed = False
         self.overflowed = False
+        self.sink: Sink | None = None
+        self.on_stop: Callable[[], None] | None = None
+
+    @property
+    def queue(self) -> asyncio.Queue[WatchEvent | None]:
+        """The events of a watcher without a sink, then None once it is stopped."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            if self.closed:
+                self._queue.put_nowait(None)
+        return self._queue
+
+    def attach(self, sink: Sink, on_stop: Callable[[], None]) -> None:
+        """Hand every later event to ``sink``, synchronously, in the step the cache applies it (no
+        queue, no task switch per event); ``on_stop`` is called once when the watcher is stopped
+        (shutdown, a relist, the store's watch breaking, or :meth:`stop`). Attach before the
+        event loop runs anything else after :meth:`WatchCache.watch`, so no event is missed."""
+        self.sink, self.on_stop = sink, on_stop
 
     def _scoped(self, o: CachedObject) -> bool:
         return (self.cluster is None or o.cluster == self.cluster) and (
@@ -139,30 +178,39 @@ class Watcher:
         if now and before:
             return ev
         if now:
-            return ev if ev.type == "ADDED" else WatchEvent("ADDED", ev.cur, None, ev._encoded)
+            return ev if ev.type == "ADDED" else WatchEvent("ADDED", ev.cur, None, ev.encoded())
         if before:
-            return WatchEvent("DELETED", ev.cur, None, ev._encoded)
+            return WatchEvent("DELETED", ev.cur, None, ev.encoded())
         return None
 
     def offer(self, ev: WatchEvent) -> None:
         if not self.closed:
             out = self.translate(ev)
             if out is not None:
-                self._put(out)
+                if self.sink is not None:
+                    self.sink(out)
+                else:
+                    self._put(out)
 
     def _put(self, ev: WatchEvent) -> None:
         if self.queue.qsize() >= WATCHER_QUEUE_LIMIT:
-            # A watcher this far behind is dropped, as kube's cacher does; clients resume.
-            self.overflowed = True
-            self.stop()
+            self.overflow()
             return
         self.queue.put_nowait(ev)
+
+    def overflow(self) -> None:
+        """A watcher this far behind is dropped, as kube's cacher does; clients resume."""
+        self.overflowed = True
+        self.stop()
 
     def stop(self) -> None:
         if not self.closed:
             self.closed = True
             self.cache.watchers.discard(self)
-            self.queue.put_nowait(None)
+            if self._queue is not None:
+                self._queue.put_nowait(None)
+            if self.on_stop is not None:
+                self.on_stop()
 
 
 class ResourceCache:
