@@ -163,7 +163,7 @@ def test_a_killed_controller_manager_is_restarted_while_the_hub_keeps_serving(st
     text = hub_metrics(hub)
     assert metric(text, "fleetplane_controller_manager_restarts_total") == 1.0
     assert metric(text, "fleetplane_controller_manager_up") == 1.0
-    assert "controller-manager (pid %d) exited with signal SIGKILL" % first in hub.log.read_text()
+    assert f"controller-manager (pid {first}) exited with signal SIGKILL" in hub.log.read_text()
 
 
 def test_sigterm_stops_the_controller_manager_first_then_the_server(started: Hub) -> None:
@@ -203,7 +203,7 @@ def test_in_process_controllers_run_in_the_servers_process(tmp_path: Path) -> No
 def test_the_controller_managers_connections_count_against_the_servers_cap(tmp_path: Path) -> None:
     """As kube-controller-manager's to kube-apiserver: it is a client like any other (only
     system:masters is exempt, from flow control, not from connection limits)."""
-    cap = 30
+    cap = 80
     hub = Hub(tmp_path / "capped", extra=["--max-connections", str(cap)]).start()
     held: list[socket.socket] = []
     try:
@@ -233,3 +233,31 @@ def test_the_controller_managers_connections_count_against_the_servers_cap(tmp_p
         for s in held:
             s.close()
         hub.stop()
+
+
+def test_clients_of_one_identity_share_one_pool_of_kept_alive_connections(hub: Hub) -> None:
+    """The controllers' client: a controller's Clients (its own, its leader election's) reuse one
+    identity's connections, kept alive between requests, instead of a TLS handshake each."""
+    import asyncio
+
+    from fleetplane.kube.client import Client
+    from fleetplane.kube.kubeconfig import ApiTarget
+
+    async def go() -> tuple[int, int, int]:
+        target = ApiTarget.from_kubeconfig(hub.kubeconfig)
+        first, second = Client(target, "test-a"), Client(target, "test-b", pool=4)
+        for _ in range(20):
+            assert (await first.request("GET", "/version"))["gitVersion"]
+            assert (await second.request("GET", "/version"))["gitVersion"]
+        both = connections_to(os.getpid(), hub.port)
+        await asyncio.gather(*(first.request("GET", "/api/v1/namespaces") for _ in range(8)))
+        burst = connections_to(os.getpid(), hub.port)
+        await first.close()
+        await second.request("GET", "/version")  # the pool outlives the first Client
+        await second.close()
+        return both, burst, connections_to(os.getpid(), hub.port)
+
+    sequential, burst, closed = asyncio.run(go())
+    assert sequential == 1, sequential  # 40 requests of two Clients, one connection
+    assert 1 <= burst <= 8
+    assert closed == 0
