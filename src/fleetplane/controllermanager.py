@@ -202,17 +202,21 @@ class Supervisor:
         try:
             while True:
                 started = time.monotonic()
-                self.process = await asyncio.create_subprocess_exec(
-                    *self.command, stdin=asyncio.subprocess.PIPE, start_new_session=True, env=self.env)
-                self.starts += 1
-                self.metrics.up(True)
-                log.info("controller-manager started (pid %d)", self.process.pid)
-                code = await self.process.wait()
-                self.metrics.up(False)
-                if time.monotonic() - started >= BACKOFF_RESET:
-                    delay = BACKOFF_FIRST
-                log.warning("controller-manager (pid %d) exited with %s; restarting in %gs", self.process.pid,
-                            _describe_exit(code), delay)
+                try:
+                    self.process = await asyncio.create_subprocess_exec(
+                        *self.command, stdin=asyncio.subprocess.PIPE, start_new_session=True, env=self.env)
+                except OSError as exc:  # out of processes or memory: the server serves on, and tries again
+                    log.error("controller-manager not started: %s; trying again in %gs", exc, delay)
+                else:
+                    self.starts += 1
+                    self.metrics.up(True)
+                    log.info("controller-manager started (pid %d)", self.process.pid)
+                    code = await self.process.wait()
+                    self.metrics.up(False)
+                    if time.monotonic() - started >= BACKOFF_RESET:
+                        delay = BACKOFF_FIRST
+                    log.warning("controller-manager (pid %d) exited with %s; restarting in %gs", self.process.pid,
+                                _describe_exit(code), delay)
                 await asyncio.sleep(delay)
                 self.metrics.restarted()
                 delay = min(delay * 2, BACKOFF_CAP)
