@@ -226,13 +226,28 @@ def test_the_controller_managers_connections_count_against_the_servers_cap(tmp_p
             return first.startswith(b"HTTP/1.1 503")
 
         wait_for(refused, 60, interval=0, what="a connection over the cap to be refused")
-        # the places the test got are the cap less the controller-manager's
-        assert len(held) + connections_to(pid, hub.port) <= cap
-        assert len(held) < cap - theirs + 3, (len(held), theirs)
+        # which of those the server really holds a place for: it serves a request on them (a busy
+        # server may have answered a late one 503 after the test counted it as waiting)
+        served = sum(1 for sock in held if _served(sock))
+        now = connections_to(pid, hub.port)
+        # the places the test got are the cap less the controller-manager's (a few of whose may
+        # still wait in the listen backlog, uncounted yet)
+        assert served + now <= cap + 3, (served, now)
+        assert served <= cap - 10, (served, theirs, now)
     finally:
         for s in held:
             s.close()
         hub.stop()
+
+
+def _served(sock: socket.socket) -> bool:
+    sock.settimeout(30)
+    try:
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = sock.recv(65536)
+    except OSError:
+        return False
+    return answer.startswith(b"HTTP/1.1 200")
 
 
 def test_clients_of_one_identity_share_one_pool_of_kept_alive_connections(hub: Hub) -> None:
