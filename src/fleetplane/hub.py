@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import uvloop
 
 from .pipeline.authorization import bootstrap
-from .plugin import Contributions, Controller, ControllerContext, Plugin
+from .plugin import Contributions, Controller, ControllerContext, Plugin, contributions_of
 from .server.app import GIT_VERSION
 from .server.certs import client_kubeconfig, hub_url, write_kubeconfig
 from .server.serve import Hub, HubConfig, build
@@ -23,21 +23,13 @@ from .storage.copy import copy as copy_store
 from .storage.open import describe as describe_store
 
 __all__ = ["GIT_VERSION", "Contributions", "Controller", "ControllerContext", "Hub", "HubConfig", "Plugin",
-           "build_hub", "client_kubeconfig", "copy_store", "describe_store", "hub_url", "run_hub",
+           "build_hub", "client_kubeconfig", "contributions_of", "copy_store", "describe_store", "hub_url", "run_hub",
            "write_kubeconfig"]
-
-
-def contributions_of(plugins: Iterable[Plugin]) -> Contributions:
-    """What ``plugins`` add, in their order."""
-    out = Contributions()
-    for plugin in plugins:
-        plugin.contribute(out)
-    return out
 
 
 def build_hub(config: HubConfig, plugins: Iterable[Plugin] = ()) -> Hub:
     """A hub serving as ``config`` says, with what ``plugins`` contribute; ``Hub.serve()`` runs it
-    (and its plugins' controllers) until SIGTERM/SIGINT."""
+    (and its plugins' controllers, where ``config.controllers`` says) until SIGTERM/SIGINT."""
     contributions = contributions_of(plugins)
     if contributions.cluster_roles or contributions.cluster_role_bindings:
         # the plugins' roles, served in every logical cluster beside kube's (the bootstrap

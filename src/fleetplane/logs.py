@@ -10,13 +10,17 @@ import structlog
 from structlog.typing import Processor
 
 
-def configure_logging(level: str = "info", fmt: str = "json") -> None:
+def configure_logging(level: str = "info", fmt: str = "json", component: str | None = None) -> None:
+    """Route logging to stderr; with ``component``, every line says which process wrote it
+    (``hub``, ``controller-manager``: they share a terminal or a journal)."""
     renderer = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     shared: list[Processor] = [
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    if component is not None:
+        shared.append(_component(component))
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, structlog.processors.format_exc_info, renderer],
@@ -31,3 +35,11 @@ def configure_logging(level: str = "info", fmt: str = "json") -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
+
+
+def _component(name: str) -> Processor:
+    def add(_logger: object, _method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
+        event.setdefault("component", name)
+        return event
+
+    return add

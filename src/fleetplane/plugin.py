@@ -9,7 +9,7 @@ module imports none of them at run time (``ResourceType`` is named for the type 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,7 +19,7 @@ from .pipeline.admission.plugins import KindCheck
 if TYPE_CHECKING:
     from .registry.types import ResourceType
 
-__all__ = ["Contributions", "Controller", "ControllerContext", "KindCheck", "Plugin"]
+__all__ = ["Contributions", "Controller", "ControllerContext", "KindCheck", "Plugin", "contributions_of"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,10 @@ class ControllerContext:
 
 @dataclass(frozen=True)
 class Controller:
-    """A controller run in the hub's process, started once the hub serves and cancelled before
-    it stops. It talks to the hub only through its HTTP API, as ``identity`` (None: the admin)."""
+    """A background controller, started once the hub serves and cancelled before it stops, in the
+    controller-manager process (:mod:`fleetplane.controllermanager`) or the server's own. It talks
+    to the hub only through its HTTP API, as ``identity`` (None: the admin); ``name`` is unique
+    among a hub's controllers (the controller-manager finds each one's kubeconfig by it)."""
 
     name: str
     run: Callable[[ControllerContext], Coroutine[Any, Any, None]]
@@ -70,3 +72,12 @@ class Plugin(Protocol):
     def contribute(self, hub: Contributions) -> None:
         """Add this plugin's types, CRDs, checks, policy and controllers to ``hub``."""
         ...
+
+
+def contributions_of(plugins: Iterable[Plugin]) -> Contributions:
+    """What ``plugins`` add, in their order: the hub builds its server from it, the
+    controller-manager takes its controllers from it (the same plugins, the same options)."""
+    out = Contributions()
+    for plugin in plugins:
+        plugin.contribute(out)
+    return out

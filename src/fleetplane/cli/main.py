@@ -6,7 +6,9 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ..controllermanager import MODES as CONTROLLER_MODES
 from ..fleet.cluster.options import START_FLAGS as CLUSTER_START_FLAGS
 from ..fleet.cluster.options import ClusterControllerOptions
 from ..fleet.cronjobs.options import START_FLAGS as CRONJOB_START_FLAGS
@@ -28,6 +30,9 @@ from .kubeconfig import add_parser as add_kubeconfig_parser
 from .placement import add_parser as add_placement_parser
 from .storage import add_parser as add_storage_parser
 from .syncer import add_parser as add_syncer_parser
+
+if TYPE_CHECKING:
+    from ..plugin import Plugin
 
 
 def _storage_url(args: argparse.Namespace) -> str:
@@ -54,12 +59,12 @@ def _service_hosts(pairs: list[str]) -> dict[str, str]:
         hosts[name] = host
     return hosts
 
-def _start(args: argparse.Namespace) -> int:
+def plugins_from_args(args: argparse.Namespace) -> list[Plugin]:
+    """The one place that turns ``fleetplane start``'s flags into plugins: the server builds its
+    API from them, the controller-manager (given the same flags) its controllers."""
     from ..fleet.plugin import FleetPlugin
-    from ..hub import HubConfig, Plugin, run_hub
     from ..inventory.plugin import InventoryPlugin
 
-    storage = _storage_url(args)
     fleet = FleetPlugin(
         cluster_controller=None if args.no_cluster_controller else from_args(
             ClusterControllerOptions, args, prefix="cluster-", only=CLUSTER_START_FLAGS,
@@ -74,7 +79,23 @@ def _start(args: argparse.Namespace) -> int:
             CronJobOptions, args, prefix="cronjob-", only=CRONJOB_START_FLAGS),
         placement_decisions=None if args.no_placement_decisions or args.no_splitter else from_args(
             DecisionPublisherOptions, args, prefix="placement-decisions-", only=DECISIONS_START_FLAGS))
-    plugins: list[Plugin] = [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
+    return [fleet] if args.no_cluster_profiles else [fleet, InventoryPlugin()]
+
+
+def _controller_manager_command(args: argparse.Namespace) -> tuple[str, ...]:
+    """The controller-manager's command line: this interpreter, the same logging flags and the
+    same ``start`` flags (so :func:`plugins_from_args` builds the same plugins there); the hub
+    adds each controller's ``--controller-kubeconfig``."""
+    argv: list[str] = args.argv
+    flags = argv[argv.index("start") + 1:]  # the global flags before it take choices, never "start"
+    return (sys.executable, "-m", "fleetplane.cli.main", "--log-level", args.log_level, "--log-format",
+            args.log_format, "controller-manager", "--lifeline", *flags)
+
+
+def _start(args: argparse.Namespace) -> int:
+    from ..hub import HubConfig, run_hub
+
+    storage = _storage_url(args)
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
                       auth=not args.no_auth,
                       kubeconfig_clusters=list(dict.fromkeys(["root", *(args.kubeconfig_cluster or [])])),
@@ -93,9 +114,137 @@ def _start(args: argparse.Namespace) -> int:
                       max_requests_per_connection=args.max_requests_per_connection,
                       enable_priority_and_fairness=args.enable_priority_and_fairness,
                       max_requests_inflight=args.max_requests_inflight,
-                      max_mutating_requests_inflight=args.max_mutating_requests_inflight),
-            plugins)
+                      max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                      controllers=args.controllers,
+                      controller_manager_command=(_controller_manager_command(args)
+                                                  if args.controllers == "separate" else ())),
+            plugins_from_args(args))
     return 0
+
+
+def _controller_kubeconfigs(pairs: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--controller-kubeconfig: want NAME=PATH, got {pair!r}")
+        out[name] = Path(path)
+    return out
+
+
+#: where the controller-manager writes the address its metrics are served on (in the data dir)
+METRICS_ADDRESS_FILE = "controller-manager-metrics-address"
+
+
+def _controller_manager(args: argparse.Namespace) -> int:
+    from ..controllermanager import main as run_controller_manager
+    from ..plugin import contributions_of
+
+    controllers = contributions_of(plugins_from_args(args)).controllers
+    kubeconfigs = _controller_kubeconfigs(args.controller_kubeconfig or [])
+    if args.kubeconfig:
+        kubeconfigs = {c.name: kubeconfigs.get(c.name, Path(args.kubeconfig)) for c in controllers}
+    data_dir = Path(args.data_dir)
+    return run_controller_manager(controllers, kubeconfigs, metrics_address=args.metrics_bind_address,
+                                  address_file=data_dir / METRICS_ADDRESS_FILE if data_dir.is_dir() else None,
+                                  lifeline=args.lifeline)
+
+
+def _add_server_arguments(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    """``start``'s flags for the server (the controller-manager accepts them too, hidden, so the
+    hub passes its own command line on as it is)."""
+    actions: list[argparse.Action] = []
+
+    def add(*names: str, **kwargs: Any) -> None:
+        actions.append(p.add_argument(*names, **kwargs))
+
+    add("--data-dir", default=".fleetplane", help="where the database, PKI and kubeconfig live")
+    add("--bind", default="127.0.0.1")
+    add("--port", type=int, default=6443)
+    add("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS (tests, local tools)")
+    add("--no-auth", action="store_true", help="serve every request unauthenticated and unauthorized (local experiments only)")
+    add("--token-auth-file", metavar="FILE", help='static bearer tokens, kube\'s CSV format: token,user,uid[,"group1,group2"]')
+    add("--authentication-config", metavar="FILE",
+                       help="JWT (OIDC) authenticators and anonymous access, kube's AuthenticationConfiguration format")
+    add("--anonymous-auth", default=True, action=argparse.BooleanOptionalAction,
+                       help="requests without credentials are system:anonymous, which RBAC grants only the "
+                            "public-info paths (/healthz, /livez, /readyz, /version); --no-anonymous-auth refuses them with 401")
+    add("--service-account-issuer", metavar="URL",
+                       help="base of each logical cluster's token issuer, <URL>/clusters/<name> (default: this hub's "
+                            "URL); replicas behind one address must share it")
+    add("--service-account-max-token-expiration", type=float, default=86400.0, metavar="SECONDS",
+                       help="the longest a TokenRequest token may live")
+    add("--encryption-provider-config", metavar="FILE",
+                       help="encrypt resources (Secrets) at rest: kube's EncryptionConfiguration format (aesgcm, aescbc, secretbox, identity)")
+    add("--audit-log-path", metavar="FILE", help="write audit.k8s.io/v1 Events as JSON lines here")
+    add("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
+    add("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
+                       help="admission plugins to turn off, as kube-apiserver's flag")
+    add("--webhook-service-host", action="append", metavar="NAME.NAMESPACE.svc=HOST",
+                       help="where a webhook clientConfig.service reference is dialled (repeatable; else DNS for the .svc name)")
+    add("--enable-priority-and-fairness", default=True, action=argparse.BooleanOptionalAction,
+                       help="API Priority and Fairness: classify requests by the root logical cluster's FlowSchemas, "
+                            "queue them fairly per tenant and user, 429 when a priority level's queues are full")
+    add("--max-requests-inflight", type=int, default=40, metavar="N",
+                       help="with --max-mutating-requests-inflight, the seats flow control shares among priority levels")
+    add("--max-mutating-requests-inflight", type=int, default=20, metavar="N",
+                       help="added to --max-requests-inflight for flow control's total seats (kube's meaning)")
+    add("--kubeconfig-cluster", action="append", metavar="NAME",
+                       help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
+    add("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",
+                       help="how often watches that allow bookmarks get one (kube: about every minute)")
+    add("--history-retention", type=float, default=300.0, metavar="SECONDS",
+                       help="how long the store keeps history for watches to resume from before compacting it")
+    add("--no-cluster-profiles", action="store_true",
+                       help="do not serve the ClusterProfile API (KEP-4322) in every logical cluster")
+    add("--storage", default="sqlite", metavar="sqlite|etcd|URL",
+                       help="sqlite (a file in the data dir; the default), etcd (with --etcd-endpoints), or a store URL")
+    add("--etcd-endpoints", metavar="URL[,URL...]", help="etcd members, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379")
+    add("--etcd-cacert", metavar="FILE", help="CA bundle that signed the etcd members' certificates")
+    add("--etcd-cert", metavar="FILE", help="client certificate for etcd (mutual TLS)")
+    add("--etcd-key", metavar="FILE", help="key of the etcd client certificate")
+    add("--etcd-request-timeout", type=float, default=5.0, metavar="SECONDS",
+                       help="how long one etcd request may take before the API answers 504")
+    add("--request-header-timeout", type=float, default=32.0, metavar="SECONDS",
+                       help="close a connection whose request headers are not complete within this (kube: 32 s)")
+    add("--idle-timeout", type=float, default=90.0, metavar="SECONDS",
+                       help="close a kept-alive connection that sends no request within this (kube: 90 s)")
+    add("--max-connections", type=int, default=10000, metavar="N",
+                       help="open connections in all; more are answered 503 and closed (0: as many as file descriptors allow)")
+    add("--max-connections-per-client", type=int, default=2000, metavar="N",
+                       help="open connections from one client address; more are answered 429 and closed (0: no cap)")
+    add("--max-requests-per-connection", type=int, default=1000, metavar="N",
+                       help="requests on one kept-alive connection before the server closes it (0: no limit)")
+    return actions
+
+
+def _add_controller_arguments(p: argparse.ArgumentParser, where: bool = True) -> None:
+    """``start``'s flags for the controllers: where (accepted, hidden, by the controller-manager),
+    which run, with which options."""
+    p.add_argument("--controllers", choices=CONTROLLER_MODES, default="separate",
+                   help=argparse.SUPPRESS if not where else"where the controllers run: separate (a controller-manager process beside the server, "
+                        "started once it serves, restarted if it exits, stopped before it stops; the default), "
+                        "in-process (the server's own event loop) or none (run `fleetplane controller-manager` "
+                        "with the same flags yourself)")
+    p.add_argument("--no-cluster-controller", action="store_true",
+                       help="do not run the Cluster controller (the Cluster API is still served)")
+    add_arguments(p, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)
+    p.add_argument("--no-splitter", action="store_true",
+                       help="do not run the Deployment splitter and ClusterDaemonSet controller")
+    add_arguments(p, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
+    p.add_argument("--no-service-controller", action="store_true",
+                       help="do not run the Service controller (Services on the hub go to their workloads' clusters)")
+    add_arguments(p, ServiceControllerOptions, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS)
+    p.add_argument("--no-hpa-controller", action="store_true",
+                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
+                            "it does not run with --no-splitter either)")
+    add_arguments(p, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
+    p.add_argument("--no-cronjob-controller", action="store_true",
+                       help="do not run the fleet-wide CronJob controller (CronJobs on the hub then do not fire)")
+    add_arguments(p, CronJobOptions, prefix="cronjob-", only=CRONJOB_START_FLAGS)
+    p.add_argument("--no-placement-decisions", action="store_true",
+                       help="do not publish PlacementDecisions (multicluster.x-k8s.io) for split workloads")
+    add_arguments(p, DecisionPublisherOptions, prefix="placement-decisions-", only=DECISIONS_START_FLAGS)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,83 +253,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", default="json", choices=["json", "console"])
     sub = p.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="run the hub API server")
-    start.add_argument("--data-dir", default=".fleetplane", help="where the database, PKI and kubeconfig live")
-    start.add_argument("--bind", default="127.0.0.1")
-    start.add_argument("--port", type=int, default=6443)
-    start.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS (tests, local tools)")
-    start.add_argument("--no-auth", action="store_true", help="serve every request unauthenticated and unauthorized (local experiments only)")
-    start.add_argument("--token-auth-file", metavar="FILE", help='static bearer tokens, kube\'s CSV format: token,user,uid[,"group1,group2"]')
-    start.add_argument("--authentication-config", metavar="FILE",
-                       help="JWT (OIDC) authenticators and anonymous access, kube's AuthenticationConfiguration format")
-    start.add_argument("--anonymous-auth", default=True, action=argparse.BooleanOptionalAction,
-                       help="requests without credentials are system:anonymous, which RBAC grants only the "
-                            "public-info paths (/healthz, /livez, /readyz, /version); --no-anonymous-auth refuses them with 401")
-    start.add_argument("--service-account-issuer", metavar="URL",
-                       help="base of each logical cluster's token issuer, <URL>/clusters/<name> (default: this hub's "
-                            "URL); replicas behind one address must share it")
-    start.add_argument("--service-account-max-token-expiration", type=float, default=86400.0, metavar="SECONDS",
-                       help="the longest a TokenRequest token may live")
-    start.add_argument("--encryption-provider-config", metavar="FILE",
-                       help="encrypt resources (Secrets) at rest: kube's EncryptionConfiguration format (aesgcm, aescbc, secretbox, identity)")
-    start.add_argument("--audit-log-path", metavar="FILE", help="write audit.k8s.io/v1 Events as JSON lines here")
-    start.add_argument("--audit-policy-file", metavar="FILE", help="which requests to audit at which level (audit.k8s.io/v1 Policy)")
-    start.add_argument("--disable-admission-plugins", type=comma_separated, default=(), metavar="NAME,...",
-                       help="admission plugins to turn off, as kube-apiserver's flag")
-    start.add_argument("--webhook-service-host", action="append", metavar="NAME.NAMESPACE.svc=HOST",
-                       help="where a webhook clientConfig.service reference is dialled (repeatable; else DNS for the .svc name)")
-    start.add_argument("--enable-priority-and-fairness", default=True, action=argparse.BooleanOptionalAction,
-                       help="API Priority and Fairness: classify requests by the root logical cluster's FlowSchemas, "
-                            "queue them fairly per tenant and user, 429 when a priority level's queues are full")
-    start.add_argument("--max-requests-inflight", type=int, default=40, metavar="N",
-                       help="with --max-mutating-requests-inflight, the seats flow control shares among priority levels")
-    start.add_argument("--max-mutating-requests-inflight", type=int, default=20, metavar="N",
-                       help="added to --max-requests-inflight for flow control's total seats (kube's meaning)")
-    start.add_argument("--kubeconfig-cluster", action="append", metavar="NAME",
-                       help="add a context for this logical cluster to admin.kubeconfig (repeatable; root is always there)")
-    start.add_argument("--watch-bookmark-interval", type=float, default=60.0, metavar="SECONDS",
-                       help="how often watches that allow bookmarks get one (kube: about every minute)")
-    start.add_argument("--history-retention", type=float, default=300.0, metavar="SECONDS",
-                       help="how long the store keeps history for watches to resume from before compacting it")
-    start.add_argument("--no-cluster-profiles", action="store_true",
-                       help="do not serve the ClusterProfile API (KEP-4322) in every logical cluster")
-    start.add_argument("--storage", default="sqlite", metavar="sqlite|etcd|URL",
-                       help="sqlite (a file in the data dir; the default), etcd (with --etcd-endpoints), or a store URL")
-    start.add_argument("--etcd-endpoints", metavar="URL[,URL...]", help="etcd members, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379")
-    start.add_argument("--etcd-cacert", metavar="FILE", help="CA bundle that signed the etcd members' certificates")
-    start.add_argument("--etcd-cert", metavar="FILE", help="client certificate for etcd (mutual TLS)")
-    start.add_argument("--etcd-key", metavar="FILE", help="key of the etcd client certificate")
-    start.add_argument("--etcd-request-timeout", type=float, default=5.0, metavar="SECONDS",
-                       help="how long one etcd request may take before the API answers 504")
-    start.add_argument("--request-header-timeout", type=float, default=32.0, metavar="SECONDS",
-                       help="close a connection whose request headers are not complete within this (kube: 32 s)")
-    start.add_argument("--idle-timeout", type=float, default=90.0, metavar="SECONDS",
-                       help="close a kept-alive connection that sends no request within this (kube: 90 s)")
-    start.add_argument("--max-connections", type=int, default=10000, metavar="N",
-                       help="open connections in all; more are answered 503 and closed (0: as many as file descriptors allow)")
-    start.add_argument("--max-connections-per-client", type=int, default=2000, metavar="N",
-                       help="open connections from one client address; more are answered 429 and closed (0: no cap)")
-    start.add_argument("--max-requests-per-connection", type=int, default=1000, metavar="N",
-                       help="requests on one kept-alive connection before the server closes it (0: no limit)")
-    start.add_argument("--no-cluster-controller", action="store_true",
-                       help="do not run the Cluster controller (the Cluster API is still served)")
-    add_arguments(start, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)
-    start.add_argument("--no-splitter", action="store_true",
-                       help="do not run the Deployment splitter and ClusterDaemonSet controller")
-    add_arguments(start, SplitterOptions, prefix="splitter-", only=SPLITTER_START_FLAGS)
-    start.add_argument("--no-service-controller", action="store_true",
-                       help="do not run the Service controller (Services on the hub go to their workloads' clusters)")
-    add_arguments(start, ServiceControllerOptions, prefix="service-controller-", only=SERVICE_CONTROLLER_START_FLAGS)
-    start.add_argument("--no-hpa-controller", action="store_true",
-                       help="do not run the HorizontalPodAutoscaler controller (HPAs on split Deployments; "
-                            "it does not run with --no-splitter either)")
-    add_arguments(start, HPAControllerOptions, prefix="hpa-", only=HPA_START_FLAGS)
-    start.add_argument("--no-cronjob-controller", action="store_true",
-                       help="do not run the fleet-wide CronJob controller (CronJobs on the hub then do not fire)")
-    add_arguments(start, CronJobOptions, prefix="cronjob-", only=CRONJOB_START_FLAGS)
-    start.add_argument("--no-placement-decisions", action="store_true",
-                       help="do not publish PlacementDecisions (multicluster.x-k8s.io) for split workloads")
-    add_arguments(start, DecisionPublisherOptions, prefix="placement-decisions-", only=DECISIONS_START_FLAGS)
-    start.set_defaults(func=_start)
+    _add_server_arguments(start)
+    _add_controller_arguments(start)
+    start.set_defaults(func=_start, component="hub")
+    manager = sub.add_parser(
+        "controller-manager", help="run the hub's controllers (what `fleetplane start` runs beside its server)",
+        description="Run the hub's controllers (Cluster controller and Syncers, splitter, HPA, CronJob and Service "
+                    "controllers, PlacementDecision publisher) in a process of their own, as kube-controller-manager. "
+                    "`fleetplane start` runs it itself; run it by hand with `fleetplane start --controllers=none` "
+                    "and the same flags. It takes `fleetplane start`'s flags (those of the server are accepted "
+                    "and ignored) and talks to the hub only through its API, each controller as its own identity.")
+    for action in _add_server_arguments(manager):
+        if action.dest not in ("data_dir", "no_cluster_profiles"):
+            action.help = argparse.SUPPRESS
+    _add_controller_arguments(manager, where=False)
+    manager.add_argument("--controller-kubeconfig", action="append", metavar="NAME=PATH",
+                         help="the kubeconfig controller NAME uses (repeatable; `fleetplane start` passes the one it "
+                              "wrote for each controller's identity, <data-dir>/identities/<identity>.kubeconfig)")
+    manager.add_argument("--kubeconfig", metavar="PATH",
+                         help="the kubeconfig of every controller --controller-kubeconfig does not name "
+                              "(e.g. the hub's admin.kubeconfig)")
+    manager.add_argument("--metrics-bind-address", default="127.0.0.1:0", metavar="HOST:PORT",
+                         help="serve the process's Prometheus metrics over HTTP here (port 0: any free port; the "
+                              "address is written to <data-dir>/" + METRICS_ADDRESS_FILE + "; '' not to serve them)")
+    manager.add_argument("--lifeline", action="store_true", help=argparse.SUPPRESS)  # stop when stdin closes
+    manager.set_defaults(func=_controller_manager, component="controller-manager")
     add_inventory_parser(sub)
     add_storage_parser(sub)
     add_kubeconfig_parser(sub)
@@ -191,8 +288,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
-    configure_logging(args.log_level, args.log_format)
+    args.argv = argv
+    configure_logging(args.log_level, args.log_format, getattr(args, "component", None))
     try:
         return args.func(args)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ when the client is made (``ErrorCreatingClient``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import errno
@@ -124,14 +125,19 @@ def _private_file(data: str) -> str:
     return path
 
 
-def _check_tls(target: ApiTarget) -> None:
-    """Load the TLS material once, so a bad CA or key fails here with a clear message."""
+def _ssl_context(target: ApiTarget) -> ssl.SSLContext | None:
+    """The TLS settings of ``target``, as kubernetes_asyncio's REST client makes them (its CA or
+    the system's, the client certificate, verification unless ``insecure``); None for http. A
+    bad CA or key fails here with a clear message."""
     if not target.server.startswith("https://"):
-        return
+        return None
     try:
         ctx = ssl.create_default_context(cadata=target.ca_data) if target.ca_data else ssl.create_default_context()
     except (ssl.SSLError, ValueError) as exc:
         raise ClientBuildError(f"the certificate authority cannot be loaded: {exc}") from None
+    if target.insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
     if target.client_cert_data and target.client_key_data:
         path = _private_file(target.client_cert_data.rstrip("\n") + "\n" + target.client_key_data.rstrip("\n") + "\n")
         try:
@@ -141,6 +147,65 @@ def _check_tls(target: ApiTarget) -> None:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+    return ctx
+
+
+#: how long an idle connection stays in its pool: aiohttp's default (15 s) closes the connections
+#: of a controller that pauses between bursts, and each burst pays TLS handshakes again; kept below
+#: the server's idle timeout (kube-apiserver's and the hub's: 90 s) so the client closes first
+#: rather than reusing a connection the server is closing
+KEEPALIVE_TIMEOUT = 60.0
+
+#: the pool Clients of one identity share, sized for the largest of them up to this; a Client that
+#: asks for more (a Syncer's, 256) has a pool of its own
+SHARED_POOL = 64
+
+
+class _Pool:
+    """One identity's connections to one server in one event loop (aiohttp's connector), shared
+    by its Clients (a controller's, its leader election's, its Event recorder's) and closed with
+    the last of them."""
+
+    def __init__(self, connector: aiohttp.TCPConnector, limit: int) -> None:
+        self.connector, self.limit, self.users = connector, limit, 0
+
+
+#: (event loop, identity) -> its pool
+_POOLS: dict[tuple[int, tuple[Any, ...]], _Pool] = {}
+
+
+def _identity(target: ApiTarget) -> tuple[Any, ...]:
+    """What a connection is bound to: the server's address and TLS settings, and who it
+    authenticates as (a client certificate is the connection's; a token is sent with each request,
+    but its requests are kept apart all the same: one pool per identity)."""
+    scheme, _, rest = target.server.partition("://")
+    return (scheme, rest.split("/", 1)[0], target.ca_data, target.client_cert_data, target.client_key_data,
+            target.token, target.insecure, target.tls_server_name)
+
+
+def _acquire_pool(target: ApiTarget, pool: int) -> _Pool:
+    key = (id(asyncio.get_running_loop()), _identity(target))
+    shared = _POOLS.get(key)
+    if shared is None or shared.connector.closed or pool > shared.limit:
+        limit = max(pool, SHARED_POOL)
+        tls = _ssl_context(target)
+        connector = aiohttp.TCPConnector(limit=limit, ssl=tls if tls is not None else True,
+                                         keepalive_timeout=KEEPALIVE_TIMEOUT)
+        shared = _Pool(connector, limit)
+        if pool <= SHARED_POOL:
+            _POOLS[key] = shared
+    shared.users += 1
+    return shared
+
+
+async def _release_pool(shared: _Pool) -> None:
+    shared.users -= 1
+    if shared.users > 0:
+        return
+    for key, p in list(_POOLS.items()):
+        if p is shared:
+            del _POOLS[key]
+    await shared.connector.close()
 
 
 def _api_client(target: ApiTarget, user_agent: str, pool: int) -> ApiClient:
@@ -172,20 +237,23 @@ def _api_client(target: ApiTarget, user_agent: str, pool: int) -> ApiClient:
     return api
 
 
-def _without_env_lookups(api: ApiClient, target: ApiTarget) -> aiohttp.ClientSession | None:
+async def _pooled_session(api: ApiClient, target: ApiTarget, pool: int) -> _Pool | None:
     """kubernetes_asyncio makes its aiohttp session with ``trust_env=True``, so every request
     looks up ~/.netrc and the proxy variables in a worker thread (two thread round trips per
     request, 15 % of a busy hub's samples); with none of them set there is nothing to find. So
     the client's session (``rest_client.pool_manager``) is replaced by one with
-    ``trust_env=False`` over the same connector (its TLS settings and pool). Returns the
-    library's session, which must stay referenced until the connector is closed (it is closed
-    then too, without an "unclosed session" warning)."""
+    ``trust_env=False`` over its identity's shared pool (:class:`_Pool`: the same TLS settings,
+    connections kept alive for :data:`KEEPALIVE_TIMEOUT`); the library's own session is closed
+    before it opened anything. None (the library's session kept) when a proxy or those variables
+    are set."""
     if target.proxy_url or _ENV_LOOKUPS.intersection(os.environ):
         return None
+    shared = _acquire_pool(target, pool)
     library = api.rest_client.pool_manager
-    api.rest_client.pool_manager = aiohttp.ClientSession(connector=library.connector, connector_owner=True,
+    api.rest_client.pool_manager = aiohttp.ClientSession(connector=shared.connector, connector_owner=False,
                                                          trust_env=False, read_bufsize=_READ_BUFSIZE)
-    return library
+    await library.close()
+    return shared
 
 
 #: kubernetes_asyncio's read buffer (watch events of large objects exceed aiohttp's default)
@@ -204,20 +272,23 @@ class _Connection:
     def __init__(self, target: ApiTarget, user_agent: str, pool: int) -> None:
         self.target, self.user_agent, self.pool = target, user_agent, pool
         self.api: ApiClient | None = None
-        self._replaced_session: aiohttp.ClientSession | None = None
+        self._pool: _Pool | None = None
 
-    def get(self) -> ApiClient:
+    async def get(self) -> ApiClient:
         if self.api is None:
-            self.api = _api_client(self.target, self.user_agent, self.pool)
-            self._replaced_session = _without_env_lookups(self.api, self.target)
+            api = _api_client(self.target, self.user_agent, self.pool)
+            self._pool = await _pooled_session(api, self.target, self.pool)
+            self.api = api
         return self.api
 
     async def close(self) -> None:
         api, self.api = self.api, None
+        shared, self._pool = self._pool, None
         if api is not None:
             with contextlib.suppress(Exception):
-                await api.close()
-        self._replaced_session = None
+                await api.close()  # the session (the connector stays with its pool)
+        if shared is not None:
+            await _release_pool(shared)
 
 
 class _Borrowed(_Connection):
@@ -227,7 +298,7 @@ class _Borrowed(_Connection):
         super().__init__(ApiTarget(server=str(api.configuration.host)), "", 0)
         self.api = api
 
-    def get(self) -> ApiClient:
+    async def get(self) -> ApiClient:
         assert self.api is not None, "the borrowed ApiClient was closed"
         return self.api
 
@@ -245,7 +316,7 @@ class Client:
 
     def __init__(self, target: ApiTarget, user_agent: str = "fleetplane", *, timeout: float = 30.0, name: str = "",
                  pool: int = 64) -> None:
-        _check_tls(target)
+        _ssl_context(target)
         self.target = target
         self.timeout = timeout
         self.name = name
@@ -306,7 +377,8 @@ class Client:
         params = [(k, "true" if v is True else "false" if v is False else str(v))
                   for k, v in (query or {}).items() if v is not None]
         try:
-            resp: aiohttp.ClientResponse = await self._conn.get().call_api(  # with _preload_content=False
+            api = await self._conn.get()
+            resp: aiohttp.ClientResponse = await api.call_api(  # with _preload_content=False
                 path, method, query_params=params, header_params={"Accept": accept, "Content-Type": content_type},
                 body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
             return resp

@@ -21,7 +21,10 @@ from pathlib import Path
 from types import FrameType
 
 import uvicorn
+from prometheus_client import Counter, Gauge
 
+from ..controllermanager import MODES as CONTROLLER_MODES
+from ..controllermanager import PROCESS_STOP_TIMEOUT, STOP_GRACE, Supervisor, SupervisorMetrics
 from ..pipeline.admission.policies import PolicyMetrics
 from ..pipeline.admission.policies_source import install as install_validating_admission_policy
 from ..pipeline.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookMetrics, WebhookPlugin
@@ -129,6 +132,12 @@ class HubConfig:
     enable_priority_and_fairness: bool = True
     max_requests_inflight: int = 40
     max_mutating_requests_inflight: int = 20
+    #: where the plugins' controllers run (controllermanager.MODES): "in-process" (this process's
+    #: event loop), "separate" (a controller-manager process, started with
+    #: ``controller_manager_command`` plus a ``--controller-kubeconfig NAME=PATH`` per controller),
+    #: "none" (not at all: an operator runs ``fleetplane controller-manager`` elsewhere)
+    controllers: str = "in-process"
+    controller_manager_command: tuple[str, ...] = ()
 
 
 class _Server(uvicorn.Server):
@@ -148,6 +157,8 @@ class _Server(uvicorn.Server):
         #: the signals received, in order; re-raised after shutdown (SIGTERM excepted)
         self.received: list[int] = []
         self._draining: asyncio.Task | None = None
+        #: the controller-manager process's supervisor, when the controllers run in one
+        self.supervisor: Supervisor | None = None
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -182,7 +193,8 @@ class _Server(uvicorn.Server):
             task.cancel()
 
         async def then_exit() -> None:
-            await asyncio.wait(tasks, timeout=BACKGROUND_STOP_TIMEOUT)
+            # a controller-manager process gets its controllers' grace and a second to exit
+            await asyncio.wait(tasks, timeout=PROCESS_STOP_TIMEOUT + 0.5 if self.supervisor else BACKGROUND_STOP_TIMEOUT)
             self._exit(asyncio.get_running_loop(), sig)
 
         self._draining = asyncio.get_running_loop().create_task(then_exit())
@@ -201,7 +213,7 @@ class _Server(uvicorn.Server):
 #: the interpreter's thread switch interval once the hub serves (see Hub._start_background)
 SWITCH_INTERVAL = 0.0005
 #: how long SIGTERM waits for the controllers running in the hub to stop before the server stops
-BACKGROUND_STOP_TIMEOUT = 5.0
+BACKGROUND_STOP_TIMEOUT = STOP_GRACE
 
 
 #: the identity of the hub's admin token (admin.kubeconfig): a member of system:masters
@@ -378,6 +390,10 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         timeout_keep_alive=opts.idle_timeout,  # type: ignore[arg-type]  # a float works: call_later's delay
         proxy_headers=False, server_header=False, date_header=False,
     )
+    if opts.controllers not in CONTROLLER_MODES:
+        raise ValueError(f"controllers: want one of {', '.join(CONTROLLER_MODES)}, not {opts.controllers!r}")
+    if opts.controllers == "separate" and contributions.controllers and not opts.controller_manager_command:
+        raise ValueError("controllers: separate needs the controller-manager's command")
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))
@@ -467,9 +483,28 @@ class Hub:
         if isinstance(self.app.registry.storage, EncryptedStore):
             # Key rotation completes here: values written with an older key are re-encrypted.
             tasks.append(asyncio.create_task(_reencrypt(self.app.registry.storage)))
-        for c in self.controllers:
-            context = ControllerContext(identity_kubeconfig(self.config, c.identity), lambda: self.app.ready)
-            tasks.append(asyncio.create_task(c.run(context), name=c.name))
+        if not self.controllers or self.config.controllers == "none":
+            return
+        if self.config.controllers == "in-process":
+            for c in self.controllers:
+                context = ControllerContext(identity_kubeconfig(self.config, c.identity), lambda: self.app.ready)
+                tasks.append(asyncio.create_task(c.run(context), name=c.name))
+            return
+        # a controller-manager process: the kubeconfigs are written here (the CA key stays with
+        # the server); the child gets their paths only
+        command = [*self.config.controller_manager_command,
+                   *(f"--controller-kubeconfig={c.name}={identity_kubeconfig(self.config, c.identity)}"
+                     for c in self.controllers)]
+        server.supervisor = Supervisor(command, self._supervisor_metrics())
+        tasks.append(asyncio.create_task(server.supervisor.run(), name="controller-manager"))
+
+    def _supervisor_metrics(self) -> SupervisorMetrics:
+        registry = self.app.metrics.registry
+        restarts = Counter("fleetplane_controller_manager_restarts", "Times the controller-manager process was "
+                           "restarted after it exited.", registry=registry)
+        up = Gauge("fleetplane_controller_manager_up", "1 while the controller-manager process runs.",
+                   registry=registry)
+        return SupervisorMetrics(restarted=restarts.inc, up=lambda running: up.set(1 if running else 0))
 
     async def serve(self) -> None:
         """Serve until SIGTERM/SIGINT."""
