@@ -75,6 +75,13 @@ def _labels(value: str) -> dict[str, str]:
     return out
 
 
+def member_names(pattern: str, count: int, first: int = 0) -> list[str]:
+    """``count`` cluster names from ``pattern``: ``{i}`` in it is the index (a format field, e.g.
+    ``eu-{i:04d}``), else the index is appended (``eu`` -> ``eu-0``, ``eu-1``, ...)."""
+    fmt = pattern if "{" in pattern else pattern + "-{i}"
+    return [fmt.format(i=i) for i in range(first, first + count)]
+
+
 def comma_separated(value: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in value.split(",") if n.strip())
 
@@ -190,7 +197,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from ..sim.run import SimOptions, member_names, run, run_many
+    from ..sim.run import SimOptions, run, run_many
 
     names: list[str] = []
     if args.count:

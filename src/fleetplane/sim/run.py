@@ -262,13 +262,6 @@ def run(sim: SimOptions) -> None:
     run_hub(server_config(sim), [SimulatedClusterPlugin(sim)])
 
 
-def member_names(pattern: str, count: int, first: int = 0) -> list[str]:
-    """``count`` cluster names from ``pattern``: ``{i}`` in it is the index (a format field, e.g.
-    ``eu-{i:04d}``), else the index is appended (``eu`` -> ``eu-0``, ``eu-1``, ...)."""
-    fmt = pattern if "{" in pattern else pattern + "-{i}"
-    return [fmt.format(i=i) for i in range(first, first + count)]
-
-
 #: file descriptors per simulated cluster of :func:`run_many`: both ends of its controllers'
 #: connections (a watch each for twelve resources, a few for requests) and the hub's Syncer's
 FDS_PER_MEMBER = 48
