@@ -56,8 +56,15 @@ def _fds(pid: int) -> int:
 def requests_by_kind(proc: Process) -> dict[str, float]:
     """``verb resource`` -> requests answered so far (``apiserver_request_total`` summed over codes)."""
     req = urllib.request.Request(proc.url + "/metrics", headers={"Authorization": f"Bearer {proc.token}"})
-    with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=str(proc.ca)), timeout=30) as resp:
-        text = resp.read().decode()
+    for attempt in range(5):  # a hub busy with many clusters may be slow to shake hands
+        try:
+            with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=str(proc.ca)), timeout=60) as resp:
+                text = resp.read().decode()
+            break
+        except OSError:
+            if attempt == 4:
+                raise
+            time.sleep(1)
     out: dict[str, float] = {}
     for line in text.splitlines():
         m = _SAMPLE.match(line)
