@@ -1,14 +1,43 @@
-"""How many simulated clusters one machine runs and syncs: N `fleetplane cluster simulate`
-processes attached to one hub (`fleetplane start`, Cluster controller and push Syncers in its
-process), then resident memory and CPU at rest, per cluster and for the hub."""
+"""How many simulated clusters one machine runs and syncs: N simulated clusters attached to one hub
+(`fleetplane start`, Cluster controller and push Syncers in its process), then resident memory
+and CPU at rest, per cluster and for the hub.
+
+Two ways to simulate the clusters:
+
+* ``processes``: one `fleetplane cluster simulate` process each (about 105-125 MiB each);
+* ``multi`` (``--multi``): one `fleetplane cluster simulate --count N` process serving all N as
+  logical clusters of one server, each its own endpoint (``/clusters/<name>``), objects and
+  kubeconfig; what lets 1,000 clusters fit on one machine.
+
+Measured at rest (nothing is created; the window is observed, not slept through to assert):
+the time from the first simulator start to every Cluster Ready with a healthy ClusterProfile;
+resident memory and CPU of the hub and of the simulator(s); the requests per second each server
+answers at rest, by verb and resource (from their ``apiserver_request_total``), which is what
+polls. With ``--split``, a Deployment of N replicas (Even: one per cluster) created on the hub
+and the seconds until it is Available with N/N ready.
+
+    python -m bench.fleet_capacity 60 --multi --split
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
+import re
+import ssl
 import time
+import urllib.request
+from typing import Any
 
-from fleetplane.lab import Lab
+from fleetplane.lab import Lab, Process
+
+#: the hub as the e2e benchmarks start it, with room for many clusters: all the in-process
+#: controllers connect from one address
+HUB_FLAGS = ["--splitter-join-grace", "2", "--max-connections-per-client", "0", "--max-connections", "0"]
+#: the idle window CPU and requests are measured over
+WINDOW_S = 20.0
+_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def _stat(pid: int) -> tuple[float, float]:
@@ -20,49 +49,157 @@ def _stat(pid: int) -> tuple[float, float]:
     return rss, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(clusters: int = 20) -> dict:
-    with Lab() as lab:
-        hub = lab.start_hub()
-        names = [f"c{i}" for i in range(clusters)]
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def requests_by_kind(proc: Process) -> dict[str, float]:
+    """``verb resource`` -> requests answered so far (``apiserver_request_total`` summed over codes)."""
+    req = urllib.request.Request(proc.url + "/metrics", headers={"Authorization": f"Bearer {proc.token}"})
+    for attempt in range(5):  # a hub busy with many clusters may be slow to shake hands
+        try:
+            with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=str(proc.ca)), timeout=60) as resp:
+                text = resp.read().decode()
+            break
+        except OSError:
+            if attempt == 4:
+                raise
+            time.sleep(1)
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        labels = dict(_LABEL.findall(m.group(1)))
+        what = labels.get("resource") or "(non-resource)"
+        if labels.get("subresource"):
+            what += "/" + labels["subresource"]
+        key = f"{labels.get('verb', '?')} {what}"
+        out[key] = out.get(key, 0.0) + float(m.group(2))
+    return out
+
+
+def _rates(before: dict[str, float], after: dict[str, float], seconds: float, top: int = 8) -> dict[str, float]:
+    rates = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / seconds for k in after}
+    best = sorted(((v, k) for k, v in rates.items() if v > 0), reverse=True)[:top]
+    return {k: round(v, 2) for v, k in best}
+
+
+def split_deployment(lab: Lab, replicas: int, timeout: float) -> float:
+    """A Deployment of ``replicas`` created on the hub (Even over the healthy clusters); the
+    seconds until the hub reports it Available with every replica ready."""
+    manifest = f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: everywhere, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: everywhere}}}}
+  template:
+    metadata: {{labels: {{app: everywhere}}}}
+    spec:
+      containers: [{{name: c, image: nginx}}]
+"""
+    t0 = time.monotonic()
+    lab.kubectl("apply", "-f", "-", stdin=manifest, check=True)
+
+    def available() -> bool:
+        d = lab.hub.get("/apis/apps/v1/namespaces/default/deployments/everywhere") or {}
+        st = d.get("status") or {}
+        conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+        return st.get("readyReplicas") == replicas and conds.get("Available") == "True"
+
+    lab.wait_until(f"the split Deployment {replicas}/{replicas} ready", available, timeout, interval=1.0)
+    return time.monotonic() - t0
+
+
+def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: int = 2,
+        heartbeat: float | None = None) -> dict[str, Any]:
+    # both sides hold a few connections per cluster (watches, the Syncers' pools)
+    with Lab(open_files=max(20000, 64 * clusters + 4096)) as lab:
+        hub = lab.start_hub(*HUB_FLAGS)
+        flags = ["--nodes", str(nodes)]
+        if heartbeat is not None:
+            flags += ["--heartbeat-interval", str(heartbeat)]
         t0 = time.monotonic()
-        sims = lab.simulate_all(names, "--nodes", "2")
+        if multi:
+            names = [m.name for m in lab.simulate_many("c", clusters, *flags, timeout=600)]
+            sims = [lab["c"]]
+        else:
+            names = [f"c{i}" for i in range(clusters)]
+            sims = lab.simulate_all(names, *flags, timeout=600)
+        started_s = time.monotonic() - t0
         lab.attach(*names)
-        lab.wait_attached(names, timeout=300)
+        lab.wait_attached(names, timeout=max(300, clusters * 1.5))
         attached_s = time.monotonic() - t0
-        time.sleep(5)  # settle, then measure a quiet window
-        procs = [hub, *sims]
-        before = {p.pid: _stat(p.pid) for p in procs}
+        # settle (the first type imports, discovery caches, the watch caches filled), then a quiet window
         time.sleep(10)
-        after = {p.pid: _stat(p.pid) for p in procs}
-        sim_pids = [p.pid for p in sims]
-        return {
-            "clusters": clusters, "all_ready_s": round(attached_s, 1),
-            "sim_rss_mib_each": round(sum(after[pid][0] for pid in sim_pids) / clusters, 1),
-            "sim_idle_cpu_percent_each": round(sum(after[pid][1] - before[pid][1] for pid in sim_pids) / clusters / 10 * 100, 2),
+        procs = [hub, *sims]
+        req0 = {p.name: requests_by_kind(p) for p in procs}
+        before = {p.pid: _stat(p.pid) for p in procs if p.pid}
+        t1 = time.monotonic()
+        time.sleep(WINDOW_S)
+        window = time.monotonic() - t1
+        after = {p.pid: _stat(p.pid) for p in procs if p.pid}
+        req1 = {p.name: requests_by_kind(p) for p in procs}
+        sim_pids = [p.pid for p in sims if p.pid]
+        assert hub.pid is not None
+        hub_cpu = (after[hub.pid][1] - before[hub.pid][1]) / window * 100
+        sim_cpu = sum(after[pid][1] - before[pid][1] for pid in sim_pids) / window * 100
+        sim_rss = sum(after[pid][0] for pid in sim_pids)
+        sim_req = {}
+        for p in sims:
+            for k, v in _rates(req0[p.name], req1[p.name], window, top=30).items():
+                sim_req[k] = round(sim_req.get(k, 0.0) + v, 2)
+        out: dict[str, Any] = {
+            "clusters": clusters, "mode": "multi" if multi else "processes", "nodes_each": nodes,
+            "simulators_ready_s": round(started_s, 1), "all_ready_s": round(attached_s, 1),
+            "sim_rss_mib": round(sim_rss, 1), "sim_rss_mib_each": round(sim_rss / clusters, 2),
+            "sim_idle_cpu_percent": round(sim_cpu, 2), "sim_idle_cpu_percent_each": round(sim_cpu / clusters, 4),
             "hub_rss_mib": round(after[hub.pid][0], 1),
-            "hub_idle_cpu_percent": round((after[hub.pid][1] - before[hub.pid][1]) / 10 * 100, 1),
-            "hub_rss_mib_per_cluster": round(after[hub.pid][0] / clusters, 1),
+            "hub_idle_cpu_percent": round(hub_cpu, 2),
+            "hub_rss_mib_per_cluster": round(after[hub.pid][0] / clusters, 2),
+            "hub_idle_cpu_percent_per_cluster": round(hub_cpu / clusters, 4),
+            "hub_fds": _fds(hub.pid), "sim_fds": sum(_fds(pid) for pid in sim_pids),
+            "hub_requests_per_s": _rates(req0[hub.name], req1[hub.name], window),
+            "sim_requests_per_s": dict(sorted(sim_req.items(), key=lambda kv: -kv[1])[:8]),
             "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         }
+        if split:
+            out["split_available_s"] = round(split_deployment(lab, clusters, timeout=max(300, clusters * 1.0)), 1)
+            out["hub_rss_mib_after_split"] = round(_stat(hub.pid)[0], 1)
+        return out
 
 
 def render(r: dict) -> list[str]:
     per = r["sim_rss_mib_each"] + r["hub_rss_mib_per_cluster"]
     fits = int(r["machine_memory_gib"] * 1024 * 0.8 / per) if per else 0
-    return [
+    how = ("one `cluster simulate --count N` process" if r.get("mode") == "multi"
+           else "one `cluster simulate` process each")
+    lines = [
         "## Fleet capacity on one machine", "",
-        f"{r['clusters']} simulated clusters (2 nodes each) attached to one hub running the Cluster controller and"
-        f" their push Syncers; all Ready {r['all_ready_s']} s after the first started.", "",
+        f"{r['clusters']} simulated clusters (2 nodes each, {how}) attached to one hub running the Cluster"
+        f" controller and their push Syncers; all Ready {r['all_ready_s']} s after the first started.", "",
         "| measure | value |", "|---|---|",
         f"| resident memory per simulated cluster | {r['sim_rss_mib_each']} MiB |",
         f"| CPU at rest per simulated cluster | {r['sim_idle_cpu_percent_each']} % |",
         f"| hub (controller + Syncers) resident memory | {r['hub_rss_mib']} MiB ({r['hub_rss_mib_per_cluster']} MiB per cluster) |",
-        f"| hub CPU at rest | {r['hub_idle_cpu_percent']} % |",
+        f"| hub CPU at rest | {r['hub_idle_cpu_percent']} % ({r.get('hub_idle_cpu_percent_per_cluster', '?')} % per cluster) |",
         f"| clusters this machine's memory would hold (80 % of {r['machine_memory_gib']} GiB) | about {fits} |",
     ]
+    if "split_available_s" in r:
+        lines.append(f"| a Deployment of {r['clusters']} replicas split over all, to Available | {r['split_available_s']} s |")
+    return lines
 
 
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else 20), indent=2))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("clusters", type=int, nargs="?", default=20)
+    ap.add_argument("--multi", action="store_true", help="all clusters in one `cluster simulate --count N` process")
+    ap.add_argument("--split", action="store_true", help="then a Deployment of N replicas split over all of them")
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--heartbeat-interval", type=float, default=None, help="the simulated kubelets' lease period")
+    a = ap.parse_args()
+    print(json.dumps(run(a.clusters, multi=a.multi, split=a.split, nodes=a.nodes, heartbeat=a.heartbeat_interval),
+                     indent=2))

@@ -5,6 +5,7 @@ through the real CLI (``fleetplane start``, ``fleetplane cluster simulate``), at
     with Lab() as lab:
         hub = lab.start_hub("--splitter-join-grace", "2")     # `fleetplane start` + flags, /readyz
         lab.simulate_all(["east", "west"], "--nodes", "3")     # side by side, then each /readyz
+        lab.simulate_many("edge", 100, "--nodes", "2")         # edge-0 .. edge-99 in one process
         lab.attach("east", "west", location="eu")             # kubectl apply -f (Cluster objects)
         lab.wait_attached(["east", "west"])                   # Cluster Ready, ClusterProfile healthy
         lab.wait_served("apps/v1", "deployments")             # the Syncers imported the type
@@ -37,7 +38,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Lab", "LabError", "Process", "free_port"]
+__all__ = ["Lab", "LabError", "Member", "Process", "free_port"]
 
 CLI = [sys.executable, "-m", "fleetplane.cli.main"]
 CLUSTERS = "/apis/cluster.example.dev/v1alpha1/clusters"
@@ -54,9 +55,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def _die_with_parent(open_files: int | None = None) -> Callable[[], None] | None:
     """On Linux, a ``preexec_fn`` that has the child sent SIGTERM when the process that started it
-    dies: a demo or benchmark killed outright leaves no servers behind."""
+    dies: a demo or benchmark killed outright leaves no servers behind. With ``open_files``, the
+    child may also open that many files (soft and hard limit, where this process may raise them:
+    a hub with a thousand clusters holds tens of thousands of connections)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -65,7 +68,19 @@ def _die_with_parent() -> Callable[[], None] | None:
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
     except (OSError, AttributeError):
         return None
-    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    def setup() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if open_files:
+            import resource
+
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, max(hard, open_files)))
+            except (ValueError, OSError):  # not privileged: as far as the hard limit goes
+                resource.setrlimit(resource.RLIMIT_NOFILE, (min(open_files, hard), hard))
+
+    return setup
 
 
 def _condition(obj: dict, type_: str) -> str | None:
@@ -79,8 +94,10 @@ class Process:
     """One server process (``fleetplane start`` or ``fleetplane cluster simulate``) with its own
     data directory and port, which stay the same across :meth:`restart`."""
 
-    def __init__(self, name: str, args: list[str], root: Path, *, log_level: str = "warning") -> None:
+    def __init__(self, name: str, args: list[str], root: Path, *, log_level: str = "warning",
+                 open_files: int | None = None) -> None:
         self.name = name
+        self.open_files = open_files
         self.args = list(args)
         self.data_dir = root / name
         self.port = free_port()
@@ -134,7 +151,7 @@ class Process:
         self.stopped, self.ready_s = False, None
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_parent())
+                                         preexec_fn=_die_with_parent(self.open_files))
         self.spawned_at = time.monotonic()
         if wait:
             self.wait_ready(timeout, interval)
@@ -228,16 +245,47 @@ class Process:
         return body if code == 200 else None
 
 
+class Member:
+    """One of the simulated clusters a ``--count`` process serves (:meth:`Lab.simulate_many`):
+    its own kubeconfig and URL (``/clusters/<name>`` of the process's server), the process's
+    credentials."""
+
+    def __init__(self, name: str, process: Process) -> None:
+        self.name, self.process = name, process
+        self.data_dir = process.data_dir / "clusters" / name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "admin.kubeconfig"
+
+    @property
+    def url(self) -> str:
+        return f"{self.process.url}/clusters/{self.name}"
+
+    def request(self, method: str, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
+        """One request to this cluster's API (as admin)."""
+        return self.process.request(method, f"/clusters/{self.name}{path}", body, **kw)
+
+    def get(self, path: str) -> Any:
+        code, body = self.request("GET", path)
+        return body if code == 200 else None
+
+
 class Lab:
     """Processes under one working directory (``root``; a temporary one, removed by
-    :meth:`stop`, when not given), and kubectl against the hub."""
+    :meth:`stop`, when not given), and kubectl against the hub. ``open_files``: the file limit
+    every process starts with (see :func:`_die_with_parent`)."""
 
-    def __init__(self, root: Path | str | None = None, *, log_level: str = "warning") -> None:
+    def __init__(self, root: Path | str | None = None, *, log_level: str = "warning",
+                 open_files: int | None = None) -> None:
         self.owns_root = root is None
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="fleetplane-lab-"))
         self.root.mkdir(parents=True, exist_ok=True)
         self.log_level = log_level
         self.procs: dict[str, Process] = {}
+        #: the simulated clusters of ``--count`` processes, by name
+        self.members: dict[str, Member] = {}
+        self.open_files = open_files
         self.kubectl_binary = shutil.which("kubectl") or "kubectl"
         self.kubectl_cache = tempfile.mkdtemp(prefix="kubectl-cache-")
         self.hub_name = "hub"
@@ -261,7 +309,7 @@ class Lab:
         """A process of this lab, not started yet (``args``: the CLI's, without data dir and port)."""
         if name in self.procs:
             raise LabError(f"there already is a process named {name}")
-        proc = Process(name, args, self.root, log_level=self.log_level)
+        proc = Process(name, args, self.root, log_level=self.log_level, open_files=self.open_files)
         if proc.data_dir.exists():  # another run's objects would be mixed into this one
             raise LabError(f"{proc.data_dir} already exists: give the lab a new or empty directory")
         self.procs[name] = proc
@@ -284,6 +332,26 @@ class Lab:
         for p in procs:
             p.wait_ready(max(1.0, deadline - time.monotonic()))
         return procs
+
+    def simulate_many(self, name: str, count: int, *flags: str, timeout: float = 120.0) -> list[Member]:
+        """``fleetplane cluster simulate --name NAME --count COUNT FLAGS`` (one process, named
+        ``name``), ready; its clusters ``<name>-0`` .. ``<name>-<count-1>`` (or as a ``{i}``
+        pattern in ``name`` says), each usable as :meth:`attach` and :meth:`cluster_manifest` use
+        a simulated cluster of its own."""
+        proc_name = name.split("{", 1)[0].rstrip("-") or "sim"
+        self.simulate(proc_name, "--count", str(count), *flags, timeout=timeout)
+        from .cli.cluster import member_names  # the CLI's own naming (argparse only: no server modules)
+
+        members = [Member(n, self.procs[proc_name]) for n in member_names(name, count)]
+        for m in members:
+            if m.name in self.members or m.name in self.procs:
+                raise LabError(f"there already is a cluster named {m.name}")
+            self.members[m.name] = m
+        return members
+
+    def cluster(self, name: str) -> Process | Member:
+        """The simulated cluster ``name``: a process of its own or a member of a ``--count`` one."""
+        return self.members[name] if name in self.members else self.procs[name]
 
     def check(self) -> None:
         """Raise :class:`LabError` if any process exited without being asked to."""
@@ -327,7 +395,7 @@ class Lab:
             spec["location"] = location
         if resources:
             spec["resources"] = list(resources)
-        spec["kubeconfig"] = self.procs[name].kubeconfig.read_text()
+        spec["kubeconfig"] = self.cluster(name).kubeconfig.read_text()
         return yaml.safe_dump({"apiVersion": "cluster.example.dev/v1alpha1", "kind": "Cluster",
                                "metadata": {"name": name}, "spec": spec}, sort_keys=False)
 
@@ -363,9 +431,12 @@ class Lab:
     def wait_attached(self, names: Iterable[str], timeout: float = 120.0) -> float:
         """Wait until every named cluster is attached (:meth:`attached`); the seconds it took."""
         want, t0 = set(names), time.monotonic()
+        # listing a thousand Clusters five times a second would itself load the hub
+        interval = min(max(0.2, len(want) / 500), 2.0)
+        what = f"clusters {sorted(want)}" if len(want) <= 20 else f"{len(want)} clusters"
         try:
-            self.wait_until(f"clusters {sorted(want)} Ready with healthy ClusterProfiles",
-                            lambda: want <= self.attached(), timeout)
+            self.wait_until(f"{what} Ready with healthy ClusterProfiles", lambda: want <= self.attached(), timeout,
+                            interval)
         except LabError as err:
             raise LabError(f"{err}\n{self.describe_clusters(want)}\n{self.hub.name} log:\n{self.hub.log_tail()}") from None
         return time.monotonic() - t0

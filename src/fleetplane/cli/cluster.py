@@ -3,7 +3,7 @@
 ``fleetplane cluster simulate --name NAME [--data-dir D] [--port P] [--nodes N] [--node-cpu C
 --node-memory M --node-pods K] [--labels k=v,...] [--kubelet-delay S] [--hpa-sync-period S]
 [--hpa-downscale-stabilization S] [--service-cluster-ip-range CIDR] [--service-node-port-range LO-HI]
-[--load-balancer-pool CIDR] [--insecure-http]`` serves a cluster that behaves like a real
+[--load-balancer-pool CIDR] [--insecure-http] [--count N [--first-index I]]`` serves a cluster that behaves like a real
 one to a client (Deployments, ReplicaSets, DaemonSets, StatefulSets, HorizontalPodAutoscalers,
 Pods, Nodes, PersistentVolumeClaims, Services, EndpointSlices and their controllers, a scheduler,
 a toy volume provisioner, a simulated load balancer and simulated kubelets), in the spirit of KWOK. See docs/sim.md.
@@ -22,6 +22,18 @@ def _name(value: str) -> str:
     if len(value) > 40 or not DNS1123_LABEL.match(value):
         raise argparse.ArgumentTypeError(
             f"invalid cluster name {value!r}: a lowercase RFC 1123 label of at most 40 characters (it prefixes node names)")
+    return value
+
+
+def _name_or_pattern(value: str) -> str:
+    """A cluster name, or with ``--count`` a pattern: ``{i}`` (a format field such as ``{i:04d}``)
+    is each cluster's index; the names it makes are checked once the count is known."""
+    if "{" not in value:
+        return _name(value)
+    try:
+        _name(value.format(i=0))
+    except (KeyError, IndexError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"invalid cluster name pattern {value!r}: {exc}") from None
     return value
 
 
@@ -61,6 +73,13 @@ def _labels(value: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"invalid label {part!r}: {why}")
         out[key] = val
     return out
+
+
+def member_names(pattern: str, count: int, first: int = 0) -> list[str]:
+    """``count`` cluster names from ``pattern``: ``{i}`` in it is the index (a format field, e.g.
+    ``eu-{i:04d}``), else the index is appended (``eu`` -> ``eu-0``, ``eu-1``, ...)."""
+    fmt = pattern if "{" in pattern else pattern + "-{i}"
+    return [fmt.format(i=i) for i in range(first, first + count)]
 
 
 def comma_separated(value: str) -> tuple[str, ...]:
@@ -130,7 +149,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "selector (the matching Pods' IPs, targetPorts resolved, Ready as the Pods are); a simulated "
                     "load balancer gives LoadBalancer Services an ingress IP from a pool. It "
                     "writes <data-dir>/admin.kubeconfig and keeps its state in <data-dir>.")
-    sim.add_argument("--name", required=True, type=_name, help="the cluster's name (prefixes its node names)")
+    sim.add_argument("--name", required=True, type=_name_or_pattern,
+                     help="the cluster's name (prefixes its node names); with --count, the clusters' names: "
+                          "NAME-0, NAME-1, ... or, when it holds {i} (e.g. eu-{i:04d}), the index put there")
+    sim.add_argument("--count", type=_positive_int, default=0, metavar="N",
+                     help="serve N simulated clusters from this one process, socket and store: each is a logical "
+                          "cluster at https://<bind>:<port>/clusters/<name> with its own objects, controllers and "
+                          "kubeconfig <data-dir>/clusters/<name>/admin.kubeconfig (default: one cluster at the "
+                          "server's root, <data-dir>/admin.kubeconfig)")
+    sim.add_argument("--first-index", type=_positive_int, default=0, metavar="I",
+                     help="with --count, the first cluster's index (default 0)")
     sim.add_argument("--data-dir", help="where the database, PKI and kubeconfig live (default: .fleetplane-<name>)")
     sim.add_argument("--bind", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=6443)
@@ -169,16 +197,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from ..sim.run import SimOptions, run
+    from ..sim.run import SimOptions, run, run_many
 
-    run(SimOptions(name=args.name, data_dir=Path(args.data_dir or f".fleetplane-{args.name}"), bind=args.bind,
-                   port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
-                   node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
-                   kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
-                   disable_admission_plugins=args.disable_admission_plugins,
-                   service_cluster_ip_range=args.service_cluster_ip_range,
-                   service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or "",
-                   hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization))
+    names: list[str] = []
+    if args.count:
+        names = member_names(args.name, args.count, args.first_index)
+        for n in names:
+            _name(n)
+        if len(set(names)) != len(names):
+            raise argparse.ArgumentTypeError(f"the pattern {args.name!r} gives the same name to several clusters")
+    elif "{" in args.name:
+        raise argparse.ArgumentTypeError(f"invalid cluster name {args.name!r}: a pattern needs --count")
+    prefix = args.name.split("{", 1)[0].rstrip("-") or "sim"
+    opts = SimOptions(name=args.name if not names else prefix,
+                      data_dir=Path(args.data_dir or f".fleetplane-{prefix}"), bind=args.bind,
+                      port=args.port, tls=not args.insecure_http, nodes=args.nodes, node_cpu=args.node_cpu,
+                      node_memory=args.node_memory, node_pods=args.node_pods, labels=args.labels,
+                      kubelet_delay=args.kubelet_delay, heartbeat_interval=max(args.heartbeat_interval, 1.0),
+                      disable_admission_plugins=args.disable_admission_plugins,
+                      service_cluster_ip_range=args.service_cluster_ip_range,
+                      service_node_port_range=args.service_node_port_range, load_balancer_pool=args.load_balancer_pool or "",
+                      hpa_sync_period=max(args.hpa_sync_period, 0.2), hpa_downscale_stabilization=args.hpa_downscale_stabilization)
+    if names:
+        run_many(opts, names)
+    else:
+        run(opts)
     return 0
 
 

@@ -11,23 +11,33 @@ EndpointSlice controller and the simulated load balancer. Services get their clu
 ports from the server as they are stored (``apis/core/service.py``), from the ranges in
 :class:`SimOptions`. They act on the ``root``
 logical cluster, which is where requests without a ``/clusters/<name>`` prefix go.
+
+``--count N`` (:func:`run_many`) serves N simulated clusters from one process, one socket and one
+store: each is a logical cluster of the server, ``https://<bind>:<port>/clusters/<name>``, with
+its own objects (Nodes, namespaces, Services' IPs are per logical cluster), its own kubeconfig
+``<data-dir>/clusters/<name>/admin.kubeconfig`` and its own set of controllers acting on it through
+that URL. Python's modules, the types and their schemas, the server and the store are paid
+for once instead of once per cluster (see docs/sim.md, "Many clusters in one process").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import resource
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import uvloop
 import yaml
 
 from ..apis import workload_types
 from ..apis.core.service import ServiceStrategy
-from ..hub import Contributions, Controller, ControllerContext, HubConfig, run_hub
+from ..hub import Contributions, Controller, ControllerContext, HubConfig, build_hub, run_hub
 from ..kube.client import Client
 from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
@@ -81,11 +91,16 @@ class SimOptions:
     hpa_downscale_stabilization: float = 300.0
 
 
-def server_config(sim: SimOptions) -> HubConfig:
+def server_config(sim: SimOptions, clusters: int = 1) -> HubConfig:
     """The hub's server as a physical cluster: its own version string; no inventory plugin (the
-    fleet's ClusterProfile API lives on the hub, not on member clusters)."""
+    fleet's ClusterProfile API lives on the hub, not on member clusters). Serving ``clusters``
+    simulated clusters, every client of all of them comes from one address (their controllers,
+    the hub's Syncers): the per-client and total connection caps go (0)."""
+    many = clusters > 1
     return HubConfig(data_dir=sim.data_dir, bind=sim.bind, port=sim.port, tls=sim.tls, git_version=GIT_VERSION,
-                     disable_admission_plugins=sim.disable_admission_plugins)
+                     disable_admission_plugins=sim.disable_admission_plugins,
+                     max_connections=0 if many else HubConfig.max_connections,
+                     max_connections_per_client=0 if many else HubConfig.max_connections_per_client)
 
 
 @dataclass
@@ -94,6 +109,8 @@ class SimulatedClusterPlugin:
 
     sim: SimOptions
     name: str = "sim"
+    #: the simulated clusters served as logical clusters (:func:`run_many`); none: one, ``root``
+    members: list[SimOptions] = field(default_factory=list)
 
     def contribute(self, hub: Contributions) -> None:
         types = workload_types()
@@ -102,18 +119,38 @@ class SimulatedClusterPlugin:
         assert isinstance(services, ServiceStrategy)
         services.configure(self.sim.service_cluster_ip_range, self.sim.service_node_port_range)
         hub.types += types
-        hub.controllers.append(Controller(f"simulated-cluster-{self.sim.name}", partial(controllers, self.sim)))
+        if not self.members:
+            hub.controllers.append(Controller(f"simulated-cluster-{self.sim.name}", partial(controllers, self.sim)))
+            return
+        # one start-up at a time per few clusters: a thousand clusters listing twelve resources
+        # and creating their nodes at once would only queue in the server's flow control
+        starting = asyncio.Semaphore(STARTING_AT_ONCE)
+        for m in self.members:
+            hub.controllers.append(Controller(f"simulated-cluster-{m.name}", partial(
+                controllers, m, kubeconfig=member_kubeconfig(self.sim.data_dir, m.name), starting=starting)))
 
 
-def write_cluster_kubeconfig(path: Path, name: str) -> None:
+#: how many of :func:`run_many`'s clusters start their controllers (nodes, informers' lists) at once
+STARTING_AT_ONCE = 8
+
+
+def member_kubeconfig(data_dir: Path, name: str) -> Path:
+    """Where :func:`run_many` writes simulated cluster ``name``'s kubeconfig."""
+    return data_dir / "clusters" / name / "admin.kubeconfig"
+
+
+def write_cluster_kubeconfig(path: Path, name: str, source: Path | None = None, logical_cluster: str = "") -> None:
     """Name the kubeconfig's cluster, context and user after the simulated cluster, and point it at
     the server itself (no ``/clusters/root``), as a physical cluster's kubeconfig reads; so
-    several simulated clusters' kubeconfigs merge without clashing."""
-    cfg = yaml.safe_load(path.read_text())
+    several simulated clusters' kubeconfigs merge without clashing. From the server's own
+    kubeconfig at ``source`` (default: ``path`` itself); with ``logical_cluster``, at
+    ``/clusters/<logical_cluster>`` of the server (one of :func:`run_many`'s clusters)."""
+    cfg = yaml.safe_load((source or path).read_text())
     cluster = dict(cfg["clusters"][0]["cluster"])
     server = cluster["server"]
     if "/clusters/" in server:
-        cluster["server"] = server.split("/clusters/", 1)[0]
+        server = server.split("/clusters/", 1)[0]
+    cluster["server"] = f"{server}/clusters/{logical_cluster}" if logical_cluster else server
     user = dict(cfg["users"][0]["user"])
     out = {"apiVersion": "v1", "kind": "Config",
            "clusters": [{"name": name, "cluster": cluster}],
@@ -170,14 +207,18 @@ class SimulatedCluster:
         self.informers = [self.pods, self.replicasets, self.deployments, self.nodes, self.daemonsets, self.statefulsets,
                           self.claims, self.hpas, self.jobs, self.cronjobs, self.services, self.endpointslices]
 
-    async def run(self) -> None:
+    async def run(self, starting: asyncio.Semaphore | None = None) -> None:
+        """Run the controllers until cancelled; ``starting`` bounds how many clusters create their
+        nodes and fill their caches at the same time."""
         shape = NodeShape(cpu=self.sim.node_cpu, memory=self.sim.node_memory, pods=self.sim.node_pods,
                           labels=dict(self.sim.labels))
-        await ensure_nodes(self.kube.as_manager("kubelet"), self.sim.name, self.sim.nodes, shape)
-        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.name}") for i in self.informers]
-        tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
+        tasks: list[asyncio.Task] = []
         try:
-            await wait_synced(self.informers)
+            async with starting or contextlib.nullcontext():
+                await ensure_nodes(self.kube.as_manager("kubelet"), self.sim.name, self.sim.nodes, shape)
+                tasks += [asyncio.create_task(i.run(), name=f"informer-{i.name}") for i in self.informers]
+                tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
+                await wait_synced(self.informers)
             log.info("simulated cluster %s: controllers running (%d nodes)", self.sim.name, len(self.nodes.cache))
             tasks += [asyncio.create_task(c.run(), name=type(c).__name__)
                       for c in (self.deployment, self.replicaset, self.hpa, self.scheduler, self.kubelet, self.daemonset,
@@ -190,16 +231,20 @@ class SimulatedCluster:
             await stop_tasks(tasks)
 
 
-async def controllers(sim: SimOptions, ctx: ControllerContext) -> None:
-    """The simulated cluster's controllers, against its own server (restarted if they fail)."""
-    write_cluster_kubeconfig(ctx.kubeconfig, sim.name)
-    kube = Client(ApiTarget.from_kubeconfig(ctx.kubeconfig), f"fleetplane-sim/{sim.name}")
+async def controllers(sim: SimOptions, ctx: ControllerContext, *, kubeconfig: Path | None = None,
+                      starting: asyncio.Semaphore | None = None) -> None:
+    """The simulated cluster's controllers, against its own server (restarted if they fail); with
+    ``kubeconfig`` (written by :func:`run_many`), against that logical cluster of the server."""
+    if kubeconfig is None:
+        write_cluster_kubeconfig(ctx.kubeconfig, sim.name)
+        kubeconfig = ctx.kubeconfig
+    kube = Client(ApiTarget.from_kubeconfig(kubeconfig), f"fleetplane-sim/{sim.name}")
     alive = ctx.alive
 
     try:
         while alive():
             try:
-                await SimulatedCluster(sim, kube, alive).run()
+                await SimulatedCluster(sim, kube, alive).run(starting)
                 return
             except asyncio.CancelledError:
                 raise
@@ -215,3 +260,47 @@ async def controllers(sim: SimOptions, ctx: ControllerContext) -> None:
 def run(sim: SimOptions) -> None:
     """Serve the simulated cluster until SIGTERM/SIGINT."""
     run_hub(server_config(sim), [SimulatedClusterPlugin(sim)])
+
+
+#: file descriptors per simulated cluster of :func:`run_many`: both ends of its controllers'
+#: connections (a watch each for twelve resources, a few for requests) and the hub's Syncer's
+FDS_PER_MEMBER = 48
+
+
+def raise_fd_limit(wanted: int) -> int:
+    """Raise this process's open-file limit to ``wanted`` if it is lower (the hard limit too,
+    when the process may); the soft limit it ends with."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return soft
+    for limits in ((wanted, max(hard, wanted)), (min(wanted, hard), hard)):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+            break
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def run_many(sim: SimOptions, names: list[str]) -> None:
+    """Serve one simulated cluster per name (``sim``'s options, the name replaced, the load
+    balancer pool derived from each name unless given) as logical clusters of one server, until
+    SIGTERM/SIGINT. Each kubeconfig is written before the server listens."""
+    members = [SimOptions(**{**sim.__dict__, "name": n, "labels": dict(sim.labels)}) for n in names]
+    limit = raise_fd_limit(RESERVED_FDS + FDS_PER_MEMBER * len(names))
+    if limit < RESERVED_FDS + FDS_PER_MEMBER * len(names):
+        log.warning("%d simulated clusters may need %d file descriptors; the limit is %d", len(names),
+                    RESERVED_FDS + FDS_PER_MEMBER * len(names), limit)
+    plugin = SimulatedClusterPlugin(sim, members=members)
+
+    async def main() -> None:
+        hub = build_hub(server_config(sim, len(names)), [plugin])
+        for m in members:
+            path = member_kubeconfig(sim.data_dir, m.name)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_cluster_kubeconfig(path, m.name, source=sim.data_dir / "admin.kubeconfig", logical_cluster=m.name)
+        await hub.serve()
+
+    uvloop.run(main())
+
+
+#: descriptors kept for the store, logs and the rest beside the clusters' connections
+RESERVED_FDS = 1024

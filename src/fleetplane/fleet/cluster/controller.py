@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import time
 from collections.abc import Mapping
 from functools import partial
@@ -215,8 +216,10 @@ class ClusterController:
         return Result(requeue_after=self._next_look(state))
 
     def _next_look(self, state: ClusterState) -> float:
-        """The probe interval, or sooner: a Syncer due to restart, a failure threshold running out."""
-        delay = self.options.probe_interval
+        """The probe interval (plus up to a tenth, as kube's ``wait.Jitter(period, 0.1)``: the
+        probes of clusters attached together spread out instead of all falling in the same
+        moment every period), or sooner: a Syncer due to restart, a failure threshold running out."""
+        delay = self.options.probe_interval * (1 + 0.1 * random.random())
         retry_in = state.run.retry_at - time.monotonic()
         if state.run.task is None and 0 < retry_in < delay:  # restart the Syncer on time
             delay = retry_in

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -131,10 +132,15 @@ class Syncer:
             await asyncio.wait_for(event.wait(), delay)
         event.clear()
 
+    def _period(self) -> float:
+        """The poll interval plus up to a tenth (kube's ``wait.Jitter(period, 0.1)``), so the
+        passes of many Syncers started together spread out over the period."""
+        return self.poll_interval * (1 + 0.1 * random.random())
+
     async def _type_loop(self) -> None:
         backoff = Backoff(0.5, max(self.poll_interval, 1.0))
         while True:
-            delay = self.poll_interval
+            delay = self._period()
             try:
                 report = await self.types.poll()
                 self._report = report
@@ -157,7 +163,7 @@ class Syncer:
     async def _object_loop(self) -> None:
         backoff = Backoff(0.5, max(self.poll_interval, 1.0))
         while True:
-            delay = self.poll_interval
+            delay = self._period()
             try:
                 down_disc = await discover(self.down)
                 self.mark_ok("discovery:cluster")

@@ -54,6 +54,34 @@ CONVERTED_BUILTINS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
+#: What every Syncer of a process shares, so that a hub syncing a thousand clusters that serve the
+#: same types keeps and computes each schema once, not once per cluster (a cluster's OpenAPI v3
+#: documents are about 1.7 MiB of JSON, several times that decoded), and a pass over types that
+#: did not change costs no schema work: the cluster's OpenAPI v3 documents by (group version,
+#: content hash); the CRD specs built from them, with their fingerprints, by (the documents'
+#: hashes, kind, names); the hub CRDs' fingerprints by (uid, resourceVersion). Each is bounded.
+_DOCS: dict[tuple[str, str], dict] = {}
+_DOCS_KEPT = 8
+_CANDIDATES: dict[tuple, tuple[dict, str]] = {}
+_CANDIDATES_KEPT = 256
+_HUB_FINGERPRINTS: dict[tuple[str, str], str] = {}
+_HUB_FINGERPRINTS_KEPT = 4096
+
+
+def hub_fingerprint(crd: dict) -> str:
+    """:func:`schema_fingerprint` of a hub CRD's spec, computed once per version of the object."""
+    meta = crd.get("metadata") or {}
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    if not all(key):
+        return schema_fingerprint(crd.get("spec") or {})
+    fp = _HUB_FINGERPRINTS.get(key)
+    if fp is None:
+        if len(_HUB_FINGERPRINTS) >= _HUB_FINGERPRINTS_KEPT:
+            _HUB_FINGERPRINTS.clear()
+        fp = _HUB_FINGERPRINTS[key] = schema_fingerprint(crd.get("spec") or {})
+    return fp
+
+
 @dataclass
 class TypeReport:
     """The outcome of one type-sync pass."""
@@ -85,12 +113,9 @@ class TypeSync:
         self.syncer = syncer
         self.hub = syncer.hub
         self.down = syncer.down
-        self._openapi: dict[str, tuple[str, dict]] = {}
         self._openapi_index: dict[str, str] | None = None
         #: name -> last conflict message reported as an Event (to report each once)
         self._reported: dict[str, str] = {}
-        #: (group version, OpenAPI hash, kind, subresources) -> the CRD spec built from it
-        self._candidates: dict[tuple, dict] = {}
 
     # -- selection ------------------------------------------------------------------------
 
@@ -178,7 +203,9 @@ class TypeSync:
 
     # -- import ---------------------------------------------------------------------------
 
-    async def _openapi_doc(self, r: ApiResource) -> dict:
+    async def _openapi_url(self, r: ApiResource) -> tuple[str, str, dict[str, str]]:
+        """(group-version key, path, query) of ``r``'s OpenAPI v3 document, from the cluster's
+        index (read once per pass); the query's ``hash`` names the document's content."""
         gv = f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}"
         if self._openapi_index is None:
             root = await self.down.request("GET", "/openapi/v3")
@@ -187,32 +214,48 @@ class TypeSync:
         if url is None:
             raise SchemaError(f"cluster {self.syncer.cluster_name} publishes no OpenAPI v3 document for {gv}")
         u = urlsplit(url)
-        h = (parse_qs(u.query).get("hash") or [""])[0]
-        cached = self._openapi.get(gv)
-        if cached is not None and h and cached[0] == h:
-            return cached[1]
-        doc = await self.down.request("GET", u.path, query={k: v[0] for k, v in parse_qs(u.query).items()})
-        self._openapi[gv] = (h, doc)
+        return gv, u.path, {k: v[0] for k, v in parse_qs(u.query).items()}
+
+    async def _openapi_doc(self, gv: str, path: str, query: dict[str, str]) -> dict:
+        """The document at ``path``; one with a hash is fetched once per process (shared, not to
+        be changed): every cluster serving the same content names it with the same hash."""
+        h = query.get("hash", "")
+        cached = _DOCS.get((gv, h)) if h else None
+        if cached is not None:
+            return cached
+        doc = await self.down.request("GET", path, query=query)
+        if h:
+            if len(_DOCS) >= _DOCS_KEPT:
+                _DOCS.pop(next(iter(_DOCS)))
+            _DOCS[(gv, h)] = doc
         return doc
 
     async def candidate(self, r: ApiResource, down_crd: dict | None, served: list[ApiResource] | None = None,
                         report: TypeReport | None = None) -> dict:
         """The CRD spec that imports ``r`` from the cluster: a built-in in the versions
         :func:`import_versions` picks, ``r``'s (the preferred one) its storage version."""
+        spec, _ = await self._candidate(r, down_crd, served, report)
+        return copy.deepcopy(spec)
+
+    async def _candidate(self, r: ApiResource, down_crd: dict | None, served: list[ApiResource] | None,
+                         report: TypeReport | None) -> tuple[dict, str]:
+        """:meth:`candidate` and its :func:`schema_fingerprint`, without a copy: a built-in's is
+        shared by every Syncer of the process (keyed by its documents' hashes), so that a pass
+        over unchanged types neither fetches, converts, copies nor hashes a schema."""
         if down_crd is not None:
-            return crd_spec_from_crd(down_crd.get("spec") or {})
+            spec = crd_spec_from_crd(down_crd.get("spec") or {})
+            return spec, schema_fingerprint(spec)
         picked = import_versions(r, served or [r], report)
-        docs = []
-        for v in picked:
-            doc = await self._openapi_doc(v)
-            gv = f"apis/{v.group}/{v.version}" if v.group else f"api/{v.version}"
-            docs.append((v, doc, gv, self._openapi[gv][0]))
-        ckey = (tuple((gv, h, v.subresources) for v, _, gv, h in docs), r.kind, r.short_names, r.categories, r.singular)
-        cached = self._candidates.get(ckey) if all(h for *_, h in docs) else None
+        urls = [(v, *await self._openapi_url(v)) for v in picked]
+        ckey = (tuple((gv, q.get("hash", ""), v.subresources) for v, gv, _, q in urls), r.kind, r.short_names,
+                r.categories, r.singular)
+        hashed = all(q.get("hash") for *_, q in urls)
+        cached = _CANDIDATES.get(ckey) if hashed else None
         if cached is not None:
-            return copy.deepcopy(cached)
+            return cached
         versions = []
-        for v, doc, _, _ in docs:
+        for v, gv, path, query in urls:
+            doc = await self._openapi_doc(gv, path, query)
             version = crd_version_from_openapi(doc, v.group, v.version, v.kind, v.subresources)
             version["storage"] = v is r
             versions.append(version)
@@ -224,10 +267,12 @@ class TypeSync:
             names["categories"] = list(r.categories)
         spec = {"group": r.group, "names": names, "scope": "Namespaced" if r.namespaced else "Cluster",
                 "versions": versions, "conversion": {"strategy": "None"}}
-        if len(self._candidates) > 256:
-            self._candidates.clear()
-        self._candidates[ckey] = spec
-        return copy.deepcopy(spec)
+        out = (spec, schema_fingerprint(spec))
+        if hashed:
+            if len(_CANDIDATES) >= _CANDIDATES_KEPT:
+                _CANDIDATES.pop(next(iter(_CANDIDATES)))
+            _CANDIDATES[ckey] = out
+        return out
 
     async def _import(self, r: ApiResource, name: str, down_crd: dict | None, hub_crd: dict | None,
                       hub_disc: Discovery, report: TypeReport, served: list[ApiResource] | None = None) -> None:
@@ -236,7 +281,7 @@ class TypeSync:
             return  # our own copy of a hub CRD
         if hub_crd is None and hub_disc.get(r.group, r.resource):
             return  # the hub serves this type itself
-        spec = await self.candidate(r, down_crd, served, report)
+        spec, fingerprint = await self._candidate(r, down_crd, served, report)
         label = C.imported_from_label(cluster)
         if hub_crd is None:
             await self._create_hub_crd(name, spec, label, report)
@@ -246,7 +291,7 @@ class TypeSync:
         labels = hub_crd["metadata"].get("labels") or {}
         imported = ann.get(C.ORIGIN_ANNOTATION) == "imported"
         importers = {k for k in labels if k.startswith(C.IMPORTED_FROM_PREFIX)}
-        if schema_fingerprint(hub_spec) == schema_fingerprint(spec):
+        if hub_fingerprint(hub_crd) == fingerprint:
             await self._set_importer(hub_crd, label, True, None)
             return
         if imported and ann.get(C.SCHEMA_SOURCE_ANNOTATION) == cluster and importers <= {label}:
