@@ -98,13 +98,12 @@ COMPONENT = "fleetplane-splitter"
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
                ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state", ANNOTATION_HPA)
 
-#: the parent's status is debounced (issue 16 item 5): written once it has not changed for
-#: STATUS_QUIET seconds, at the latest STATUS_MAX_DELAY after the first change not yet written; while
-#: no child has any status yet (a cold start: the clusters are starting them) up to STATUS_COLD_DELAY.
-#: A placement problem (the Placement condition turning False) is written at once.
-STATUS_QUIET = 1.0
-STATUS_MAX_DELAY = 4.0
-STATUS_COLD_DELAY = 4.0
+#: on a cold start (the parent has never had an observedGeneration) its status waits until every
+#: child's cluster has observed it (each child's status comes up once), at most STATUS_COLD_DELAY
+#: seconds at a time, so it is written once rather than once per child (issue 16 item 5); a
+#: placement problem (the Placement condition False) is written at once, and so is every status
+#: after the first complete one
+STATUS_COLD_DELAY = 6.0
 
 #: the apps/v1 kinds that are parents on the hub and children of the splitter's parents
 APPS_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
@@ -140,8 +139,8 @@ class _Parent:
     split: dict[str, int] = field(default_factory=dict)
     waiting: frozenset = frozenset()
     partitions: PartitionState = field(default_factory=PartitionState)
-    #: the status debounce: [first change not yet written, last change, that status] (_write_status)
-    status_pending: list[Any] | None = None
+    #: when a first status was first held back (_write_status)
+    status_pending: float | None = None
 
 
 class _Fleet:
@@ -808,7 +807,7 @@ class _Reconcile:
         if new == prev:
             self.s.status_pending = None
             return
-        if not self._status_due(prev, new, live, placement):
+        if not self._status_due(prev, live, placement):
             return
         path = _path(self.lc, *self.wk.gvr, self.ns, self.name, "status")
         try:
@@ -824,24 +823,19 @@ class _Reconcile:
             cache[(self.lc, self.ns, self.name)] = updated
         self.parent = updated
 
-    def _status_due(self, prev: dict, new: dict, live: dict[str, dict], placement: tuple[str, str, str]) -> bool:
-        """The status debounce (see STATUS_QUIET): True when ``new`` is to be written now, else a
-        reconcile is scheduled for when it will be. A status that changes several times in a short
-        while (each child's coming up) is written once, the last one."""
-        s, now = self.s, self.now
-        old_placement = next((c for c in prev.get("conditions") or () if c.get("type") == "Placement"), None)
-        if placement[0] == "False" and (not old_placement or (old_placement.get("status"), old_placement.get("reason"))
-                                        != placement[:2]):
+    def _status_due(self, prev: dict, live: dict[str, dict], placement: tuple[str, str, str]) -> bool:
+        """True when the status is to be written now; on a cold start (see STATUS_COLD_DELAY) it is
+        held back, with a reconcile scheduled, while a child's cluster has not observed it yet."""
+        s = self.s
+        if isinstance(prev.get("observedGeneration"), int) or placement[0] == "False" or all(
+                as_int((c.get("status") or {}).get("observedGeneration"), -1) >= as_int(meta(c).get("generation"), 1)
+                for c in live.values()):
             s.status_pending = None
             return True
-        pending = s.status_pending
-        if pending is None:
-            pending = s.status_pending = [now, now, new]
-        elif pending[2] != new:
-            pending[1], pending[2] = now, new
-        cold = bool(live) and not any(c.get("status") for c in live.values())
-        due = pending[0] + STATUS_COLD_DELAY if cold else min(pending[1] + STATUS_QUIET, pending[0] + STATUS_MAX_DELAY)
-        if now >= due:
+        if s.status_pending is None:
+            s.status_pending = self.now
+        due = s.status_pending + STATUS_COLD_DELAY
+        if self.now >= due:
             s.status_pending = None
             return True
         self.requeue.append(due)

@@ -137,7 +137,7 @@ MEMO_TTL = 5.0
 #: status up is debounced: a cluster status is written to the hub once it has not changed for
 #: STATUS_QUIET seconds, and at the latest STATUS_MAX_DELAY seconds after the first change not yet
 #: written (a Deployment's status changes several times in a second as its pods come up: one write)
-STATUS_QUIET = 0.5
+STATUS_QUIET = 1.0
 STATUS_MAX_DELAY = 3.0
 #: plain successes: not written on an object whose finalizer its creator set (see _write_state)
 _QUIET_REASONS = ("Created", "Applied")
