@@ -19,7 +19,11 @@ and the splitter). The N Deployments (``replicas`` each, Even) are created throu
   and kubelets, status up, aggregation); ``ratio``: cold over baseline;
 - ``restart``: the hub is stopped (SIGTERM) and started on the same data: the time until it
   serves, until every parent is READY again, and how many children the splitter rewrote (0:
-  nothing moves on a restart).
+  nothing moves on a restart);
+- ``writes``: the hub writes of the cold start per Deployment, by kind (issue 16 item 5), counted
+  through watches on the hub (Deployments, Events, PlacementDecisions) from before the first create
+  until every parent is READY and the count has settled: each ADDED / MODIFIED / DELETED is one
+  write; a MODIFIED Deployment is classified by what it changed; the users' creates are not counted.
 """
 
 from __future__ import annotations
@@ -68,6 +72,83 @@ class _Api:
     async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         async with self.session.request(method, self.base + path, json=body) as r:
             return r.status, await r.json(content_type=None)
+
+
+#: what the write count watches: (label, path)
+WATCHED = (("deployments", "/apis/apps/v1/deployments"), ("events", "/api/v1/events"),
+           ("placementdecisions", "/apis/multicluster.x-k8s.io/v1alpha1/placementdecisions"))
+
+
+def _write_kind(label: str, etype: str, old: dict | None, new: dict) -> str:
+    """One watch event as a kind of write: ``child status``, ``parent annotation <key>``, ``Event <reason>``..."""
+    md = new.get("metadata") or {}
+    if label == "events":
+        return f"Event {new.get('reason')}" + (" (count bumped)" if etype == "MODIFIED" else "")
+    if label == "placementdecisions":
+        return f"PlacementDecision {etype.lower()}"
+    who = "child" if "kcp.dev/cluster" in (md.get("labels") or {}) else "parent"
+    if etype != "MODIFIED" or old is None:
+        return f"{who} {etype.lower()}"
+    om = old.get("metadata") or {}
+    parts = [p for p in ("spec", "status") if old.get(p) != new.get(p)]
+    if om.get("finalizers") != md.get("finalizers"):
+        parts.append("finalizers")
+    oa, na = om.get("annotations") or {}, md.get("annotations") or {}
+    parts += [f"annotation {k}" for k in sorted(set(oa) | set(na)) if oa.get(k) != na.get(k)]
+    return f"{who} " + ("+".join(parts) or "metadata")
+
+
+class _WriteCount:
+    """Watches of :data:`WATCHED` from the current resourceVersion; ``kinds`` counts the writes."""
+
+    def __init__(self, api: _Api) -> None:
+        self.api = api
+        self.kinds: dict[str, int] = {}
+        self.total = 0
+        self.tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        for label, path in WATCHED:
+            code, body = await self.api.request("GET", path + "?limit=1")
+            if code != 200:
+                continue  # (PlacementDecisions not served: nothing to count)
+            rv = body["metadata"]["resourceVersion"]
+            self.tasks.append(asyncio.create_task(self._watch(label, f"{path}?watch=1&resourceVersion={rv}")))
+
+    async def _watch(self, label: str, path: str) -> None:
+        import aiohttp
+
+        last: dict[tuple[str, str], dict] = {}
+        async with self.api.session.get(self.api.base + path, timeout=aiohttp.ClientTimeout(total=None)) as r:
+            async for line in r.content:
+                if not line.strip():
+                    continue
+                ev = json.loads(line)
+                if ev.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
+                    continue
+                obj = ev["object"]
+                key = ((obj.get("metadata") or {}).get("namespace") or "", (obj.get("metadata") or {}).get("name") or "")
+                kind = _write_kind(label, ev["type"], last.get(key), obj)
+                last[key] = obj
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                self.total += 1
+
+    async def settle(self, quiet: float = 3.0, timeout: float = 60.0) -> None:
+        """Until nothing more is written for ``quiet`` seconds (what is in flight lands), or ``timeout``."""
+        t0, seen = time.monotonic(), -1
+        while self.total != seen and time.monotonic() - t0 < timeout:
+            seen = self.total
+            await asyncio.sleep(quiet)
+
+    async def stop(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def per(self, n: int) -> dict[str, Any]:
+        """Per Deployment: each kind, and the total without the users' creates."""
+        kinds = {k: round(v / n, 2) for k, v in sorted(self.kinds.items()) if k != "parent added"}
+        return {"total": round(sum(v for k, v in self.kinds.items() if k != "parent added") / n, 2), "by_kind": kinds}
 
 
 def _name(i: int) -> str:
@@ -239,11 +320,16 @@ def run(deployments: int = 1000, clusters: int = 10, replicas: int = 3, workdir:
         async def cold() -> dict:
             async with _Api(hub) as api:
                 path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+                writes = _WriteCount(api)
+                await writes.start()
                 t0 = time.monotonic()
                 await _create_all([(api, path, _deployment(_name(i), replicas)) for i in range(deployments)])
                 result["create_s"] = round(time.monotonic() - t0, 2)
                 result["cold"] = await _all_ready(api, deployments, timeout, sum(len(s) for s in plan.values()), t0)
                 result["cold_to_ready_s"] = result["cold"].get("p100_s")
+                await writes.settle()
+                await writes.stop()
+                result["writes_per_deployment"] = writes.per(deployments)
                 return await _children(api)
 
         before = asyncio.run(cold())
@@ -252,7 +338,8 @@ def run(deployments: int = 1000, clusters: int = 10, replicas: int = 3, workdir:
             placed.setdefault(parent, {})[cluster] = n
         result["baseline_same_split"] = sum(1 for name, split in plan.items() if placed.get(name) == split)
         say(f"cold: {deployments} Deployments: {result['cold']}; "
-            f"{result['baseline_same_split']} of {deployments} split as in the baseline")
+            f"{result['baseline_same_split']} of {deployments} split as in the baseline; "
+            f"hub writes per Deployment: {result['writes_per_deployment']}")
 
         hub.restart()
         t0 = hub.spawned_at

@@ -57,6 +57,7 @@ from ...kube.informer import Informer
 from ...kube.informer import cluster_key as key_of
 from ...kube.objects import as_int, meta
 from ...kube.workqueue import WorkQueue
+from ..cluster.crd import LABEL_CLUSTER as LABEL_SYNCED_CLUSTER
 from ..hpas import ANNOTATION_HPA
 from ..placement import (
     ANNOTATION_POLICY,
@@ -69,6 +70,7 @@ from ..placement import (
     requests_of,
 )
 from ..placement.engine import Prepared
+from ..syncer.constants import finalizer as syncer_finalizer
 from . import ordinals
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
@@ -95,6 +97,13 @@ COMPONENT = "fleetplane-splitter"
 #: parent annotations never copied to children
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "kcp.io/cluster", ANNOTATION_POLICY,
                ANNOTATION_DECISION, "deployment.kubernetes.io/revision", "fleetplane.io/sync-state", ANNOTATION_HPA)
+
+#: on a cold start (the parent has never had an observedGeneration) its status waits until every
+#: child's cluster has observed it (each child's status comes up once), at most STATUS_COLD_DELAY
+#: seconds at a time, so it is written once rather than once per child (issue 16 item 5); a
+#: placement problem (the Placement condition False) is written at once, and so is every status
+#: after the first complete one
+STATUS_COLD_DELAY = 6.0
 
 #: the apps/v1 kinds that are parents on the hub and children of the splitter's parents
 APPS_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
@@ -130,6 +139,8 @@ class _Parent:
     split: dict[str, int] = field(default_factory=dict)
     waiting: frozenset = frozenset()
     partitions: PartitionState = field(default_factory=PartitionState)
+    #: when a first status was first held back (_write_status)
+    status_pending: float | None = None
 
 
 class _Fleet:
@@ -453,6 +464,7 @@ class _Reconcile:
         self.notes: list[str] = []
         self.full: dict[str, Limit] = {}
         self.partitions = Partitions()
+        self.created: list[tuple[str, str, str]] = []  # (child, cluster, share) created in this pass: _events
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -665,6 +677,11 @@ class _Reconcile:
                                                  "labels": labels, "annotations": ann,
                                                  "ownerReferences": [self._owner_ref()]},
                                     "spec": spec}
+            ci = sp.fleet(self.lc).get(cluster)
+            if ci is not None and ci.labels.get(LABEL_SYNCED_CLUSTER) == cluster:
+                # a Cluster's profile: its Syncer will sync the child and keep this finalizer (it
+                # would add it in a write of its own); only for the cluster the child is labelled for
+                body["metadata"]["finalizers"] = [syncer_finalizer(cluster)]
             try:
                 created = await hub.create(path, body, FIELD_MANAGER)
             except ApiError as err:
@@ -680,8 +697,7 @@ class _Reconcile:
             sp.writes += 1
             out[cluster] = created
             sp.remember_child(ck.kind, created)
-            sp.events.event(self.parent, "Normal", "SuccessfulCreate",
-                            f"Created {body['metadata']['name']}{self._share(replicas, start)} in cluster {cluster}")
+            self.created.append((body["metadata"]["name"], cluster, self._share(replicas, start)))
             return
         cmd = meta(child)
         old_spec = child.get("spec") or {}
@@ -789,6 +805,9 @@ class _Reconcile:
                                uncounted=uncounted, partitioned=self.partitions.condition)
         self._events(placement, d, p)
         if new == prev:
+            self.s.status_pending = None
+            return
+        if not self._status_due(prev, live, placement):
             return
         path = _path(self.lc, *self.wk.gvr, self.ns, self.name, "status")
         try:
@@ -803,6 +822,24 @@ class _Reconcile:
         if (self.lc, self.ns, self.name) in cache and meta(updated).get("uid") == self.md.get("uid"):
             cache[(self.lc, self.ns, self.name)] = updated
         self.parent = updated
+
+    def _status_due(self, prev: dict, live: dict[str, dict], placement: tuple[str, str, str]) -> bool:
+        """True when the status is to be written now; on a cold start (see STATUS_COLD_DELAY) it is
+        held back, with a reconcile scheduled, while a child's cluster has not observed it yet."""
+        s = self.s
+        if isinstance(prev.get("observedGeneration"), int) or placement[0] == "False" or all(
+                as_int((c.get("status") or {}).get("observedGeneration"), -1) >= as_int(meta(c).get("generation"), 1)
+                for c in live.values()):
+            s.status_pending = None
+            return True
+        if s.status_pending is None:
+            s.status_pending = self.now
+        due = s.status_pending + STATUS_COLD_DELAY
+        if self.now >= due:
+            s.status_pending = None
+            return True
+        self.requeue.append(due)
+        return False
 
     def _cds_status(self, live: dict[str, dict], target: dict[str, int], p: Any, d: Decision | None,
                     placement: tuple[str, str, str], prev: dict, stale: dict[str, str]) -> dict:
@@ -855,10 +892,15 @@ class _Reconcile:
         return status
 
     def _events(self, placement: tuple[str, str, str], d: Decision | None, p: Any) -> None:
+        """The parent's Events of this pass: the placement's changes, and one SuccessfulCreate
+        naming every child created in it (as kube's Deployment controller reports one
+        ScalingReplicaSet per ReplicaSet it scales), left out on a first placement that created
+        every child: its Placed Event names each cluster and share already."""
         s = self.s
         status, reason, message = placement
         split = d.assignment() if d is not None else s.split
         waiting = frozenset(p.waiting) | frozenset(p.blocked)
+        placed_all = False
         if (reason, message) != s.placement:
             changed_split = split != s.split
             if status == "False":
@@ -867,8 +909,13 @@ class _Reconcile:
                 self.sp.events.event(self.parent, "Normal", "Rebalancing", message)
             elif reason == "Placed" and (changed_split or s.placement[0] != "Placed"):
                 self.sp.events.event(self.parent, "Normal", "Placed", message)
+                placed_all = s.placement == ("", "") and {c for _, c, _ in self.created} == set(split)
             s.placement = (reason, message)
         s.split, s.waiting = dict(split), waiting
+        if self.created and not placed_all:
+            self.sp.events.event(self.parent, "Normal", "SuccessfulCreate", "Created " + ", ".join(
+                f"{name}{share} in cluster {cluster}" for name, cluster, share in sorted(self.created, key=lambda t: t[1])))
+        self.created = []
 
     async def _write_decision(self, d: Decision | None, p: Any) -> None:
         doc: dict[str, Any] = d.summary() if d is not None else {"error": self.problems[0][1] if self.problems else ""}

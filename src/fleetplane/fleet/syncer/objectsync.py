@@ -134,6 +134,19 @@ def _foreign_status(obj: dict, manager: str) -> bool:
 
 
 MEMO_TTL = 5.0
+#: status up is debounced: a cluster status is written to the hub once it has not changed for
+#: STATUS_QUIET seconds, and at the latest STATUS_MAX_DELAY seconds after the first change not yet
+#: written (a Deployment's status changes several times in a second as its pods come up: one write)
+STATUS_QUIET = 1.0
+STATUS_MAX_DELAY = 3.0
+#: plain successes: not written on an object whose finalizer its creator set (see _write_state)
+_QUIET_REASONS = ("Created", "Applied")
+
+
+def _controlled(o: dict) -> bool:
+    """Has a controller (an ownerReference with ``controller: true``): its controller reports
+    what happens to it (the splitter's Events on the parent), so its own creation is no Event."""
+    return any(r.get("controller") for r in _meta(o).get("ownerReferences") or ())
 
 
 def _rv(o: dict) -> int | None:
@@ -329,6 +342,8 @@ class ObjectSync:
         self.observed: dict[tuple[str, str, str], tuple[str, str]] = {}
         self.ns_ready: set[str] = set()
         self.finalizer = C.finalizer(syncer.cluster_name)
+        #: (type, ns, name) -> [first change not yet written, last change, that status] (status up debounce)
+        self.status_pending: dict[tuple[str, str, str], list[Any]] = {}
         self.hpa: Informer | None = None
         self._hpa_task: asyncio.Task | None = None
         self._workers: asyncio.Task | None = None
@@ -362,7 +377,7 @@ class ObjectSync:
                     return k[0] == key
 
                 self.queue.drop(of_type)
-                for d in (self.state, self.observed):
+                for d in (self.state, self.observed, self.status_pending):
                     for k in [k for k in d if k[0] == key]:
                         d.pop(k, None)
         for key, st in by_key.items():
@@ -522,13 +537,14 @@ class ObjectSync:
                 await self.ensure_namespace(ns)
             down = await self._apply(w, ns, path, desired)
             self.observed[key] = (dhash, digest(project(down, shape)))
-            if prev.get("state") == "Synced" and prev.get("cluster") == self.syncer.cluster_name:
+            if self._was_synced(key, hub, prev):
                 msg = f"{st.down.kind} was deleted in cluster {self.syncer.cluster_name}; recreated"
                 state = ("Synced", "DriftReverted", msg)
                 self.syncer.events.event(self._ref(w, hub), "Warning", "DriftReverted", msg)
             else:
                 state = ("Synced", "Created", f"created in cluster {self.syncer.cluster_name}")
-                self.syncer.events.event(self._ref(w, hub), "Normal", "Synced", state[2])
+                if not _controlled(hub):
+                    self.syncer.events.event(self._ref(w, hub), "Normal", "Synced", state[2])
         else:
             ph = digest(project(down, shape))
             obs = self.observed.get(key)
@@ -559,9 +575,19 @@ class ObjectSync:
                 down = new
                 self.observed[key] = (dhash, digest(project(down, shape)))
         hub = await self._write_state(w, hub, state, add_finalizer=True)
-        await self._sync_status(w, hub, down, dhash)
+        await self._sync_status(w, key, hub, down, dhash)
         await self._retained_up(w, hub, down, retained)
         self.state[key] = state
+
+    def _was_synced(self, key: tuple[str, str, str], hub: dict, prev: dict) -> bool:
+        """Had this object been synced to the cluster (so a missing cluster copy was deleted there)?
+        Its state says so, or (an object not annotated on plain success, see _write_state) this
+        syncer synced it since it started, or the cluster's status came up to it."""
+        if prev:
+            return prev.get("state") == "Synced" and prev.get("cluster") == self.syncer.cluster_name
+        if self.finalizer not in (_meta(hub).get("finalizers") or []):
+            return False
+        return (self.state.get(key) or ("",))[0] == "Synced" or bool(hub.get("status"))
 
     @staticmethod
     def _keep_state(prev: dict, default: tuple[str, str, str]) -> tuple[str, str, str]:
@@ -665,12 +691,21 @@ class ObjectSync:
         self.ns_ready.add(ns)
 
     async def _write_state(self, w: TypeWorker, hub: dict, state: tuple[str, str, str], *, add_finalizer: bool) -> dict:
-        """Record the sync state (and our finalizer) on the hub object when they change."""
+        """Record the sync state (and our finalizer) on the hub object when they change.
+
+        An object created with our finalizer already on (the splitter's children: it sets it for
+        the cluster it labels the child for) and no state yet is not written for a plain success
+        (Created, Applied): its status coming up shows it runs, and that write would be the only
+        one. Anything else (Failed, DriftReverted, Adopted, Conflict...) is recorded, and once a
+        state is recorded every change of it is."""
         meta = _meta(hub)
         fins = list(meta.get("finalizers") or [])
         need_fin = add_finalizer and self.finalizer not in fins and not _deleting(hub)
         prev = _state_of(hub)
         need_state = (prev.get("state"), prev.get("reason"), prev.get("message"), prev.get("cluster")) != (*state, self.syncer.cluster_name)
+        if need_state and not prev and not need_fin and self.finalizer in fins \
+                and state[0] == "Synced" and state[1] in _QUIET_REASONS:
+            need_state = False
         if not (need_fin or need_state):
             return hub
         md: dict = {}
@@ -714,15 +749,35 @@ class ObjectSync:
                 out.pop("observedGeneration")
         return out
 
-    async def _sync_status(self, w: TypeWorker, hub: dict, down: dict, dhash: str) -> None:
+    def _status_due(self, key: tuple[str, str, str], ds: Any) -> bool:
+        """The status-up debounce: True when ``ds`` is to be written now, else the key is queued
+        for when it will be (STATUS_QUIET after its last change, at most STATUS_MAX_DELAY after
+        the first one not yet written)."""
+        now = time.monotonic()
+        p = self.status_pending.get(key)
+        if p is None:
+            p = self.status_pending[key] = [now, now, ds]
+        elif p[2] != ds:
+            p[1], p[2] = now, ds
+        due = min(p[1] + STATUS_QUIET, p[0] + STATUS_MAX_DELAY)
+        if now >= due:
+            del self.status_pending[key]
+            return True
+        self.queue.add_after(key, due - now + 0.01)
+        return False
+
+    async def _sync_status(self, w: TypeWorker, key: tuple[str, str, str], hub: dict, down: dict, dhash: str) -> None:
         st = w.st
         if not (st.status_up or st.status_down):
             return
         hs, ds = hub.get("status"), self._status_for_hub(hub, down, dhash)
         if (hs or {}) == (ds or {}):
+            self.status_pending.pop(key, None)
             return
         mgr = self.syncer.manager
         if st.status_up and ds is not None and (_foreign_status(down, mgr) or not _foreign_status(hub, mgr)):
+            if not self._status_due(key, ds):
+                return
             meta = _meta(hub)
             w.wrote(await self.hub.patch(st.hub.path(meta.get("namespace") or "", meta["name"], "status"),
                                          [{"op": "add", "path": "/status", "value": ds}], JSON_PATCH, mgr), hub=True)
@@ -805,6 +860,7 @@ class ObjectSync:
             await self._remove_finalizer(w, live, clear_state=True)
         self.state.pop(key, None)
         self.observed.pop(key, None)
+        self.status_pending.pop(key, None)
 
     async def _hub_deleting(self, w: TypeWorker, key: tuple[str, str, str], hub: dict, down: dict | None) -> None:
         st, ns, name = w.st, key[1], key[2]
@@ -821,3 +877,4 @@ class ObjectSync:
             await self._remove_finalizer(w, hub)
         self.state.pop(key, None)
         self.observed.pop(key, None)
+        self.status_pending.pop(key, None)
