@@ -81,7 +81,8 @@ def _workload_check(kind: str) -> Check:
     cds = kind == CDS_KIND
 
     def check(obj: dict, old: dict | None, _ns_labels: dict) -> list[FieldError]:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+        raw = obj.get("spec")
+        spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         if cds:
             source: Any = spec.get("placement")
             before = ((old or {}).get("spec") or {}).get("placement") if old is not None else None
