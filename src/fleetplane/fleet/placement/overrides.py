@@ -31,7 +31,7 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,10 +140,25 @@ def cap_for(overrides: Sequence[Override], cluster: Any) -> tuple[int, Override]
 # -- parsing --------------------------------------------------------------------------------------
 
 
-def parse_overrides(v: Any, where: str, errors: list[str]) -> list[Override]:
-    """The ``overrides`` list of a policy; problems are appended to ``errors`` with their field path."""
-    from .policy import _int, _kind, _term  # the policy's term syntax and messages (policy imports us lazily)
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    return "a mapping" if isinstance(v, Mapping) else "a list" if isinstance(v, list) else type(v).__name__
 
+
+def _count(v: Any, where: str, errors: list[str]) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        errors.append(f"{where}: Invalid value: {json.dumps(v)}: must be a non-negative integer")
+        return None
+    return v
+
+
+def parse_overrides(v: Any, where: str, errors: list[str], *, term: Callable[..., Any]) -> list[Override]:
+    """The ``overrides`` list of a policy; problems are appended to ``errors`` with their field path.
+    ``term`` parses a cluster term (the policy's ``_term``: one syntax for every rule that selects
+    clusters, passed in so that this module does not import the policy's)."""
     if v is None:
         return []
     if not isinstance(v, list):
@@ -169,7 +184,7 @@ def parse_overrides(v: Any, where: str, errors: list[str]) -> list[Override]:
         elif name:
             names.add(name)
         term_src, labels = _split_labels(item)
-        term = _term(term_src, w, errors) if term_src else None
+        selects = term(term_src, w, errors) if term_src else None
         container = _container(item.get("container"), f"{w}.container", errors)
         registry = tag = image_container = None
         image = item.get("image")
@@ -177,13 +192,13 @@ def parse_overrides(v: Any, where: str, errors: list[str]) -> list[Override]:
             registry, tag, image_container = _image(image, f"{w}.image", errors)
         env = _env(item.get("env"), f"{w}.env", errors)
         resources = _resources(item.get("resources"), f"{w}.resources", errors)
-        cap = _int(item.get("maxReplicas"), f"{w}.maxReplicas", errors, lo=0)
+        cap = _count(item.get("maxReplicas"), f"{w}.maxReplicas", errors)
         labels = _meta_map(labels, f"{w}.labels", errors, "label")
         annotations = _meta_map(item.get("annotations"), f"{w}.annotations", errors, "annotation")
         patch = _json_patch(item.get("jsonPatch"), f"{w}.jsonPatch", errors)
         if len(errors) > n:
             continue
-        o = Override(index=i, name=name or "", term=term, container=container, registry=registry, tag=tag,
+        o = Override(index=i, name=name or "", term=selects, container=container, registry=registry, tag=tag,
                      image_container=image_container, env=tuple(env), resources=resources, max_replicas=cap,
                      labels=labels, annotations=annotations, json_patch=tuple(patch), source=dict(item))
         if not o.changes_child and o.max_replicas is None:

@@ -40,16 +40,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from ...apimachinery.errors import StatusError
 from ...apimachinery.labels import LabelSelector
 from ...inventory.selection import PropertyRequirement, parse_property_selector
-
-if TYPE_CHECKING:
-    from .overrides import Override
+from .overrides import Override, parse_overrides
 
 __all__ = [
     "ANNOTATION_POLICY",
@@ -335,9 +333,7 @@ def policy_from_dict(doc: Any, *, path: str = "placement", strategy_default: str
     cap = _int(doc.get("maxReplicasPerCluster"), f"{path}.maxReplicasPerCluster", errors, lo=0)
     tol = _int(doc.get("rebalanceTolerance"), f"{path}.rebalanceTolerance", errors, lo=0)
     per = _int(doc.get("replicasPerCluster", 1), f"{path}.replicasPerCluster", errors, lo=1)
-    from .overrides import parse_overrides  # it reuses this module's term syntax
-
-    overrides = parse_overrides(doc.get("overrides"), f"{path}.overrides", errors)
+    overrides = parse_overrides(doc.get("overrides"), f"{path}.overrides", errors, term=_term)
     if errors:
         raise PolicyError(errors)
     return Policy(strategy=strategy, required=tuple(required), preferred=tuple(preferred), spread=tuple(spread),
