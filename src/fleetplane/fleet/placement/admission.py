@@ -34,10 +34,10 @@ from .policy import ANNOTATION_POLICY, PolicyError, parse_policy
 __all__ = ["admission_checks", "field_errors"]
 
 LABEL_CLUSTER = "kcp.dev/cluster"
-#: the kube texts a message may start with, and the field.Error type each is
-_TYPES = (("Invalid value: ", "FieldValueInvalid"), ("Required value", "FieldValueRequired"),
-          ("Forbidden: ", "FieldValueForbidden"), ("Unsupported value: ", "FieldValueNotSupported"),
-          ("Duplicate value: ", "FieldValueDuplicate"))
+#: the kube texts a message may start with (alone or before ": "), and the field.Error type each is
+_TYPES = (("Invalid value", "FieldValueInvalid"), ("Required value", "FieldValueRequired"),
+          ("required", "FieldValueRequired"), ("Forbidden", "FieldValueForbidden"),
+          ("Unsupported value", "FieldValueNotSupported"), ("Duplicate value", "FieldValueDuplicate"))
 
 Check = Callable[[dict, "dict | None", dict], list[FieldError]]
 
@@ -54,8 +54,8 @@ def field_errors(messages: list[str], base: str) -> list[FieldError]:
             path = f"metadata.annotations[{ANNOTATION_POLICY}]" + path[len(ANNOTATION_POLICY):]
         type_ = "FieldValueInvalid"
         for text, t in _TYPES:
-            if detail.startswith(text):
-                type_, detail = t, detail[len(text):].removeprefix(": ")
+            if detail == text or detail.startswith(text + ": "):
+                type_, detail = t, detail[len(text) + 2:]
                 break
         out.append(FieldError(type_, path, detail))
     return out
