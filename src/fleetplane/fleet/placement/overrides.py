@@ -45,7 +45,7 @@ from ...apis.core.podspec import validate_template
 
 __all__ = ["ANNOTATION_OVERRIDES", "ANNOTATION_OVERRIDES_HASH", "ANNOTATION_OVERRIDES_METADATA", "CHILD_ANNOTATIONS",
            "Applied", "Override", "OverrideError", "apply", "cap_for", "check_against", "matching",
-           "parse_overrides", "stale_keys"]
+           "parse_overrides", "revision_source", "stale_keys"]
 
 #: on a child: the rules that apply to its cluster (``"0,2"``: indexes into ``overrides``)
 ANNOTATION_OVERRIDES = "placement.fleetplane.io/overrides"
@@ -681,12 +681,10 @@ def check_against(overrides: Sequence[Override], spec: Mapping[str, Any], labels
     return errors
 
 
-def describe_rule(o: Override) -> str:
-    """One line for a rule, for the policy's description."""
-    what = [k for k in ("image", "env", "resources", "maxReplicas", "annotations", "jsonPatch") if k in o.source]
-    if o.labels:
-        what.append("labels")
-    return f"{o.ref}: {o.selects()}: {', '.join(what)}"
+def revision_source(overrides: Sequence[Override]) -> list[dict[str, Any]]:
+    """The rules as written: what of them a parent's revision hashes (beside the children's shared
+    spec), so that a rule change is a new revision that a rollout policy rolls out."""
+    return [dict(o.source) for o in overrides]
 
 
 def _managed(annotations: Mapping[str, str]) -> dict[str, set[str]]:

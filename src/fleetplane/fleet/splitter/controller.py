@@ -454,6 +454,7 @@ class _Reconcile:
         self.notes: list[str] = []
         self.full: dict[str, Limit] = {}
         self.partitions = Partitions()
+        self._clusters: dict[str, ClusterInfo] | None = None  # by name, for the overrides
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -743,10 +744,17 @@ class _Reconcile:
 
     def _overridden(self, cluster: str, spec: dict, labels: dict, ann: dict) -> ov.Applied | None:
         """The child with the rules of the parent's policy (the last good one) that select its
-        cluster; None, with an InvalidOverride problem naming the cluster, when they break it."""
-        policy = self.s.prepared.policy if self.s.prepared is not None else None
-        ci = self.sp.fleet(self.lc).get(cluster)
-        rules = ov.matching(policy.overrides, ci) if policy is not None and ci is not None else []
+        cluster; None, with an InvalidOverride problem naming the cluster, when they break it (or
+        when no good policy was seen yet)."""
+        if self.s.prepared is None:  # no good policy seen yet (InvalidPlacement): the children stay as they are
+            return None
+        policy = self.s.prepared.policy
+        if not policy.overrides:
+            return ov.apply(spec, labels, ann, ())
+        if self._clusters is None:
+            self._clusters = {ci.name: ci for ci in self.sp.fleet(self.lc).infos}
+        ci = self._clusters.get(cluster)
+        rules = ov.matching(policy.overrides, ci) if ci is not None else []
         try:
             return ov.apply(spec, labels, ann, rules)
         except ov.OverrideError as err:
