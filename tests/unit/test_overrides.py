@@ -222,3 +222,19 @@ def test_admission_of_cluster_daemonsets_and_services() -> None:
     errs = svc({"metadata": {"name": "web", "annotations": {"placement.fleetplane.io/policy": "required: [1]"}}},
                None, {})
     assert [e.field for e in errs] == ["metadata.annotations[placement.fleetplane.io/policy].required[0]"]
+
+
+def test_the_cache_reuses_a_child_and_takes_the_new_share() -> None:
+    p = policy([{"env": {"A": "2"}}])
+    cache = ov.Cache()
+    first = cache.apply("us-1", {**copy.deepcopy(SPEC), "replicas": 2}, {}, {}, p.overrides)
+    again = cache.apply("us-1", {**copy.deepcopy(SPEC), "replicas": 5}, {}, {}, p.overrides)
+    assert again.spec["replicas"] == 5 and first.spec["replicas"] == 2
+    assert again.spec["template"] == first.spec["template"] and again.hash == first.hash
+    other = policy([{"env": {"A": "3"}}])
+    changed = cache.apply("us-1", copy.deepcopy(SPEC), {}, {}, other.overrides)
+    assert changed.hash != first.hash
+    assert changed.spec["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "3"}]
+    sts = {**copy.deepcopy(SPEC), "ordinals": {"start": 3}}
+    assert cache.apply("eu-1", sts, {}, {}, p.overrides).spec["ordinals"] == {"start": 3}
+    assert cache.apply("eu-1", {**sts, "ordinals": {"start": 7}}, {}, {}, p.overrides).spec["ordinals"] == {"start": 7}

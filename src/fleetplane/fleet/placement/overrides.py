@@ -44,7 +44,7 @@ from ...apimachinery.validation import qualified_name_error, validate_annotation
 from ...apis.core.podspec import validate_template
 
 __all__ = ["ANNOTATION_OVERRIDES", "ANNOTATION_OVERRIDES_HASH", "ANNOTATION_OVERRIDES_METADATA", "CHILD_ANNOTATIONS",
-           "Applied", "Override", "OverrideError", "apply", "cap_for", "check_against", "matching",
+           "Applied", "Cache", "Override", "OverrideError", "apply", "cap_for", "check_against", "matching",
            "parse_overrides", "revision_source", "stale_keys"]
 
 #: on a child: the rules that apply to its cluster (``"0,2"``: indexes into ``overrides``)
@@ -87,9 +87,10 @@ class OverrideError(ValueError):
         super().__init__("; ".join(errors))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Override:
-    """One rule. ``term`` None selects every cluster; ``source`` is the rule as written."""
+    """One rule. ``term`` None selects every cluster; ``source`` is the rule as written (what
+    equality and hashing compare, so a Policy holding rules stays hashable)."""
 
     index: int
     name: str = ""
@@ -105,6 +106,15 @@ class Override:
     annotations: Mapping[str, str] = field(default_factory=dict)
     json_patch: tuple[Mapping[str, Any], ...] = ()
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def _key(self) -> tuple[int, str]:
+        return self.index, json.dumps(self.source, sort_keys=True, default=str)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Override) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     @property
     def ref(self) -> str:
@@ -704,3 +714,35 @@ def stale_keys(current: Mapping[str, str], labels: Mapping[str, str],
     old, new = _managed(current), _managed(annotations)
     return {"labels": (old["labels"] | new["labels"]) - set(labels),
             "annotations": (old["annotations"] | new["annotations"] | set(CHILD_ANNOTATIONS)) - set(annotations)}
+
+
+class Cache:
+    """:func:`apply` per cluster, reused while the child's spec (its share aside), metadata and
+    rules stay the same: the splitter builds every child on every reconcile, and validating a
+    template costs far more than comparing a key. Rules cannot touch a cluster's share
+    (``spec.replicas``, ``spec.ordinals.start``), so a cached child takes the new share as is."""
+
+    def __init__(self) -> None:
+        self._by_cluster: dict[str, tuple[str, Applied]] = {}
+
+    def apply(self, cluster: str, spec: Mapping[str, Any], labels: Mapping[str, str],
+              annotations: Mapping[str, str], rules: Sequence[Override]) -> Applied:
+        if not rules:
+            self._by_cluster.pop(cluster, None)
+            return apply(spec, labels, annotations, ())
+        shared = {k: v for k, v in spec.items() if k != "replicas"}
+        ordinals = spec.get("ordinals")
+        if isinstance(ordinals, Mapping):
+            shared["ordinals"] = {k: v for k, v in ordinals.items() if k != "start"}
+        key = json.dumps([shared, labels, annotations, [o._key() for o in rules]], sort_keys=True, default=str)
+        hit = self._by_cluster.get(cluster)
+        if hit is None or hit[0] != key:
+            self._by_cluster[cluster] = hit = (key, apply(spec, labels, annotations, rules))  # may raise
+        a = hit[1]
+        out = dict(a.spec)
+        if "replicas" in spec:
+            out["replicas"] = spec["replicas"]
+        if isinstance(ordinals, Mapping):
+            out["ordinals"] = {**(out.get("ordinals") or {}), "start": ordinals.get("start")}
+        return Applied(spec=out, labels=dict(a.labels), annotations=dict(a.annotations), rules=a.rules,
+                       lines=a.lines, managed=a.managed, hash=a.hash)

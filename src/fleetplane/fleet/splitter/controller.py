@@ -131,6 +131,8 @@ class _Parent:
     split: dict[str, int] = field(default_factory=dict)
     waiting: frozenset = frozenset()
     partitions: PartitionState = field(default_factory=PartitionState)
+    #: each cluster's child with its overrides, while nothing it depends on changes
+    overrides: ov.Cache = field(default_factory=ov.Cache)
 
 
 class _Fleet:
@@ -756,7 +758,7 @@ class _Reconcile:
         ci = self._clusters.get(cluster)
         rules = ov.matching(policy.overrides, ci) if ci is not None else []
         try:
-            return ov.apply(spec, labels, ann, rules)
+            return self.s.overrides.apply(cluster, spec, labels, ann, rules)
         except ov.OverrideError as err:
             self.problems.append(("InvalidOverride", f"cluster {cluster}: {err}"))
             return None
