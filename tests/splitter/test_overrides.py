@@ -225,9 +225,9 @@ def test_a_template_change_that_breaks_a_rule_is_reported_not_applied(fleet: Fle
     assert f.children("web")["west"]["spec"]["template"]["spec"]["containers"][1]["image"] == "busybox:1.37"
     f.ready_all("web")
     # the policy is unchanged, so the update is not checked again (ratcheting): the splitter finds out
-    obj = f.get("web")
-    obj["spec"]["template"] = copy.deepcopy(TEMPLATE)
-    code, body = f.api("PUT", "/apis/apps/v1/namespaces/default/deployments/web", obj)
+    code, body = f.api("PATCH", "/apis/apps/v1/namespaces/default/deployments/web",
+                       [{"op": "replace", "path": "/spec/template", "value": copy.deepcopy(TEMPLATE)}],
+                       "application/json-patch+json")
     assert code == 200, body
 
     def placement() -> dict:
