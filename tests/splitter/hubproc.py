@@ -3,7 +3,7 @@ plugin, with test-sized options; the Cluster controller only with ``--cluster-co
 
     python tests/splitter/hubproc.py --data-dir DIR --port PORT [--builtin-deployments]
         [--cluster-controller] [--unhealthy-grace S] [--join-grace S] [--unschedulable-grace S]
-        [--rejoin-grace S] [--failure-threshold S] [--request-timeout S]
+        [--rejoin-grace S] [--failure-threshold S] [--request-timeout S] [--disable-admission-plugins A,B]
 
 Deployments are the CRD ``deployments.apps`` the Syncers import from the clusters (or that the
 tests apply when there are no clusters); ``--builtin-deployments`` serves them as a built-in type
@@ -49,6 +49,7 @@ def main() -> None:
     p.add_argument("--failure-threshold", type=float, default=0.0)
     p.add_argument("--request-timeout", type=float, default=2.0)
     p.add_argument("--no-splitter", action="store_true")
+    p.add_argument("--disable-admission-plugins", default="", help="e.g. DeploymentAdmission (the policy check)")
     args = p.parse_args()
     configure_logging("debug", "console")
     splitter = None if args.no_splitter else SplitterOptions(
@@ -63,7 +64,8 @@ def main() -> None:
     plugins: list[Plugin] = [FleetPlugin(cluster_controller=cluster_controller, splitter=splitter), InventoryPlugin()]
     if args.builtin_deployments:
         plugins.append(BuiltinDeployments())
-    run_hub(HubConfig(data_dir=Path(args.data_dir), port=args.port), plugins)
+    disabled = tuple(n for n in args.disable_admission_plugins.split(",") if n)
+    run_hub(HubConfig(data_dir=Path(args.data_dir), port=args.port, disable_admission_plugins=disabled), plugins)
 
 
 if __name__ == "__main__":

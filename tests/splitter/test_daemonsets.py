@@ -7,6 +7,7 @@ clusters running the children."""
 from __future__ import annotations
 
 import copy
+import json
 import signal
 import subprocess
 import sys
@@ -142,15 +143,15 @@ def test_a_daemonset_policy_cannot_split(fleet: Fleet) -> None:
     f = fleet
     f.serve(DAEMONSET_CRD)
     f.profile("east")
-    f.apply(daemonset("agent", {"strategy": "Even", "replicasPerCluster": 2}))
-    c = wait_for(lambda: (c := condition(f, "agent", "Placement")).get("reason") == "InvalidPlacement" and c, 15,
-                 interval=0.1, what=f"InvalidPlacement (now {condition(f, 'agent', 'Placement')})")
-    assert c["status"] == "False"
-    assert "placement.fleetplane.io/policy.strategy: a DaemonSet runs once in every chosen cluster: only Duplicate, " \
-           "not 'Even'" in c["message"]
-    assert "placement.fleetplane.io/policy.replicasPerCluster: not used by a DaemonSet" in c["message"]
-    assert "lastUpdateTime" not in c  # the DaemonSetCondition shape
-    assert f.kids(DS, "agent") == {}
+    # refused on write (the policy admission check), with the field paths, as kube's validation
+    out = f.kubectl.fail("apply", "-f", "-", stdin=json.dumps(daemonset("agent", {"strategy": "Even",
+                                                                                  "replicasPerCluster": 2})))
+    assert 'The DaemonSet "agent" is invalid' in out.err
+    assert "metadata.annotations[placement.fleetplane.io/policy].strategy: Invalid value: a DaemonSet runs once in " \
+           "every chosen cluster: only Duplicate, not 'Even'" in out.err
+    assert "metadata.annotations[placement.fleetplane.io/policy].replicasPerCluster: Invalid value: not used by a " \
+           "DaemonSet" in out.err
+    assert f.obj(DS, "agent") is None and f.kids(DS, "agent") == {}
 
 
 # -- end to end: simulated clusters run the children (their DaemonSet controllers, nodes, kubelets) --

@@ -248,10 +248,16 @@ def test_bad_input_is_explained_on_the_parent(fleet: Fleet) -> None:
     f.patch("nowhere", {"metadata": {"annotations": {"placement.fleetplane.io/policy": "required: {location: us-east-1}"}}})
     f.wait_split("nowhere", {"east": 3})
     wait_condition(f, "nowhere", "Placement", "True", "Placed")
-    # malformed: the children stay as they are, the condition says what is wrong
-    f.patch("nowhere", {"metadata": {"annotations": {"placement.fleetplane.io/policy": "strategy: Weighted\nspread: [{}]"}}})
-    c = wait_condition(f, "nowhere", "Placement", "False", "InvalidPlacement")
-    assert "strategy Weighted" in c["message"] and "spread[0].topologyKey: required" in c["message"]
+    # malformed: refused on write (422, every bad field named), the children stay as they are
+    # (a policy stored before the check: tests/splitter/test_overrides.py, InvalidPlacement)
+    code, body = f.api("PATCH", "/apis/apps/v1/namespaces/default/deployments/nowhere",
+                       {"metadata": {"annotations": {"placement.fleetplane.io/policy": "strategy: Weighted\nspread: [{}]"}}},
+                       "application/merge-patch+json")
+    assert code == 422 and body["reason"] == "Invalid", body
+    assert [c["field"] for c in body["details"]["causes"]] == [
+        "metadata.annotations[placement.fleetplane.io/policy].spread[0].topologyKey",
+        "metadata.annotations[placement.fleetplane.io/policy].weights"]
+    assert "required by strategy Weighted" in body["message"]
     assert f.split("nowhere") == {"east": 3}
     # scaling still works with the last good split kept... and a Deployment no cluster can take (capacity)
     f.profile("tiny", properties={"resources.fleetplane.io/allocatable-cpu": "0.05"})

@@ -186,8 +186,55 @@ async def explain(kubeconfig: str, kind: str, name: str, namespace: str, *, cont
                            "computed": {c: str(r) for c, r in computed.items()}}
         out["lines"].append("Ordinals now: " + (", ".join(f"{c} {r}" for c, r in ranges.items()) or "none")
                             + "; computed: " + (", ".join(f"{c} {r}" for c, r in computed.items()) or "none"))
+    if policy.overrides:
+        out["overrides"] = _overrides(wk, obj, policy, infos, d, children)
+        out["lines"] += _override_lines(out["overrides"])
+        if any(v.get("error") for v in out["overrides"].values()):
+            out["error"] = "; ".join(f"{c}: {v['error']}" for c, v in out["overrides"].items() if v.get("error"))
     out["complete"] = d.unplaced == 0
     return out
+
+
+def _overrides(wk: Any, obj: dict[str, Any], policy: Any, infos: dict[str, Any], d: Any,
+               children: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per cluster: the rules that select it, what they change in its child (computed now, as the
+    splitter builds it), and the rules its child records."""
+    from ..fleet.placement import overrides as ov
+    from ..fleet.placement.policy import ANNOTATION_POLICY
+
+    md = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    labels = dict(md.get("labels") or {})
+    ann = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("placement.fleetplane.io/")
+           and k != ANNOTATION_POLICY}
+    shares = d.assignment()
+    out: dict[str, dict[str, Any]] = {}
+    for name, ci in sorted(infos.items()):
+        rules = ov.matching(policy.overrides, ci)
+        entry: dict[str, Any] = {"rules": [o.index for o in rules], "changes": []}
+        try:
+            entry["changes"] = ov.apply(wk.child_spec(spec, shares.get(name, 0), 0), labels, ann, rules).lines
+        except ov.OverrideError as err:
+            entry["error"] = str(err)
+        recorded = ((children.get(name) or {}).get("metadata") or {}).get("annotations") or {}
+        if ov.ANNOTATION_OVERRIDES in recorded:
+            entry["recorded"] = recorded[ov.ANNOTATION_OVERRIDES]
+        out[name] = entry
+    return out
+
+
+def _override_lines(per_cluster: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["Overrides (rules in order, later ones win):"]
+    for name, entry in per_cluster.items():
+        changes = entry.get("changes") or []
+        if entry.get("error"):
+            lines.append(f"  {name}: cannot apply: {entry['error']}")
+        elif not changes:
+            lines.append(f"  {name}: none")
+        else:
+            lines.append(f"  {name}:")
+            lines += [f"    {c}" for c in changes]
+    return lines
 
 
 async def explain_cronjob(kubeconfig: str, name: str, namespace: str, *, context: str | None = None,

@@ -20,6 +20,7 @@ from .cronjobs.options import CronJobOptions
 from .decisions.crd import PLACEMENTDECISION_CRD
 from .decisions.options import DecisionPublisherOptions
 from .hpas.options import HPAControllerOptions
+from .placement.admission import admission_checks
 from .services.options import ServiceControllerOptions
 from .splitter.options import SplitterOptions
 
@@ -78,6 +79,7 @@ class FleetPlugin:
 
     def contribute(self, hub: Contributions) -> None:
         hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD, PLACEMENTDECISION_CRD]
+        hub.admission.update(admission_checks())  # placement policies validated on write
         hub.cluster_roles += identities.cluster_roles()
         hub.cluster_role_bindings += identities.cluster_role_bindings()
         if self.cluster_controller is not None:

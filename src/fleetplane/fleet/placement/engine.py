@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .fleet import ClusterInfo, format_resource
+from .overrides import cap_for
 from .policy import DEFAULT_POLICY, Policy
 
 __all__ = ["ClusterDecision", "Decision", "Limit", "Options", "Prepared", "decide", "tie_order"]
@@ -237,7 +238,7 @@ class _Static:
     split): cached per (policy, requests, fleet) by :class:`Prepared`."""
 
     __slots__ = ("ci", "fail", "noschedule", "prefer_no", "note", "weight", "domain", "score", "cap", "fit",
-                 "short", "simple", "tier")
+                 "short", "simple", "tier", "cap_rule")
 
     def __init__(self, ci: ClusterInfo) -> None:
         self.ci = ci
@@ -254,6 +255,8 @@ class _Static:
         #: nothing but the policy decides about this cluster when it holds no replicas (fast path)
         self.simple = False
         self.tier = (1, 0)
+        #: the override rule (``overrides[i]``) whose maxReplicas is the cap, if one is
+        self.cap_rule = ""
 
 
 class Prepared:
@@ -342,6 +345,11 @@ def _static(ci: ClusterInfo, policy: Policy, requests: Mapping[str, float]) -> _
         st.score = sum(p.weight for p in policy.preferred if p.term.matches(ci))
     if policy.max_per_cluster is not None:
         st.cap = policy.max_per_cluster
+    if policy.overrides:  # a rule's maxReplicas: a per-cluster cap, so the rest goes elsewhere
+        rule_cap = cap_for(policy.overrides, ci)
+        if rule_cap is not None and (st.cap is None or rule_cap[0] < st.cap):
+            st.cap, st.cap_rule = rule_cap[0], rule_cap[1].ref
+            st.note = _join(st.note, f"at most {st.cap} replicas ({st.cap_rule} maxReplicas)")
     cap = ci.capacity
     if cap:
         fit = None
@@ -479,7 +487,8 @@ def _admit(cd: ClusterDecision, st: _Static, cur: int, total: int, policy: Polic
             cd.status, cd.reason = FILTERED, f"taint {st.noschedule} not tolerated"
             return
     if cd.cap == 0 and cd.status != HELD:
-        cd.status, cd.reason = FILTERED, "maxReplicasPerCluster is 0"
+        cd.status, cd.reason = FILTERED, (f"{st.cap_rule} maxReplicas is 0" if st.cap_rule and st.cap == 0
+                                          else "maxReplicasPerCluster is 0")
         return
     if st.fit is not None:
         fit = st.fit + cur if st.ci.capacity_net else st.fit
@@ -754,7 +763,8 @@ def _unplaced_reasons(dec: Decision, eligible: list[ClusterDecision], policy: Po
     if len(full) == len(eligible):
         for c in full:
             why = ("held at its current replicas" if c.status == HELD
-                   else f"at maxReplicasPerCluster ({policy.max_per_cluster})")
+                   else f"at maxReplicasPerCluster ({c.cap})" if c.cap == policy.max_per_cluster
+                   else f"at its overrides' maxReplicas ({c.cap})")
             out.append(f"{c.name}: {why}")
     else:
         for i, s in enumerate(policy.spread):

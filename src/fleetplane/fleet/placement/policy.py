@@ -28,6 +28,7 @@ optional; an absent policy is ``strategy: Even`` over every healthy cluster::
     maxReplicasPerCluster: 5        # a hard cap per cluster
     rebalanceTolerance: 0           # keep the current split while every cluster is within this many
                                     # replicas of its ideal share (default 0; 1 for Capacity)
+    overrides: [...]                # per-cluster changes to the child (see overrides.py)
 
 :func:`parse_policy` turns the annotation text into a :class:`Policy` or raises
 :class:`PolicyError` whose message names every bad field (it becomes the parent's
@@ -46,6 +47,7 @@ import yaml
 from ...apimachinery.errors import StatusError
 from ...apimachinery.labels import LabelSelector
 from ...inventory.selection import PropertyRequirement, parse_property_selector
+from .overrides import Override, parse_overrides
 
 __all__ = [
     "ANNOTATION_POLICY",
@@ -67,8 +69,9 @@ ANNOTATION_POLICY = "placement.fleetplane.io/policy"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 STRATEGIES = ("Even", "Weighted", "Capacity", "Duplicate")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_TOP_KEYS = ("strategy", "weights", "required", "preferred", "spread", "tolerations", "maxReplicasPerCluster",
+_TOP_KEYS: tuple[str, ...] = ("strategy", "weights", "required", "preferred", "spread", "tolerations", "maxReplicasPerCluster",
              "rebalanceTolerance", "replicasPerCluster")
+_TOP_KEYS += ("overrides",)
 _TERM_KEYS = ("labels", "properties", "clusters", "clusterSet", "location")
 
 
@@ -194,6 +197,8 @@ class Policy:
     #: Duplicate (ClusterDaemonSet): replicas every chosen cluster gets
     per_cluster: int = 1
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: per-cluster changes to the children (fleet/placement/overrides.py), in order
+    overrides: tuple[Override, ...] = ()
 
     @property
     def tolerance(self) -> int:
@@ -328,11 +333,13 @@ def policy_from_dict(doc: Any, *, path: str = "placement", strategy_default: str
     cap = _int(doc.get("maxReplicasPerCluster"), f"{path}.maxReplicasPerCluster", errors, lo=0)
     tol = _int(doc.get("rebalanceTolerance"), f"{path}.rebalanceTolerance", errors, lo=0)
     per = _int(doc.get("replicasPerCluster", 1), f"{path}.replicasPerCluster", errors, lo=1)
+    overrides = parse_overrides(doc.get("overrides"), f"{path}.overrides", errors, term=_term)
     if errors:
         raise PolicyError(errors)
     return Policy(strategy=strategy, required=tuple(required), preferred=tuple(preferred), spread=tuple(spread),
                   tolerations=tuple(tolerations), weights=tuple(weights), max_per_cluster=cap,
-                  rebalance_tolerance=tol, per_cluster=per or 1, source=dict(doc))
+                  rebalance_tolerance=tol, per_cluster=per or 1, source=dict(doc),
+                  overrides=tuple(overrides))
 
 
 def _kind(v: Any) -> str:

@@ -69,6 +69,7 @@ from ..placement import (
     decide,
     requests_of,
 )
+from ..placement import overrides as ov
 from ..placement.engine import Prepared
 from ..syncer.constants import finalizer as syncer_finalizer
 from . import ordinals
@@ -141,6 +142,8 @@ class _Parent:
     partitions: PartitionState = field(default_factory=PartitionState)
     #: when a first status was first held back (_write_status)
     status_pending: float | None = None
+    #: each cluster's child with its overrides, while nothing it depends on changes
+    overrides: ov.Cache = field(default_factory=ov.Cache)
 
 
 class _Fleet:
@@ -465,6 +468,7 @@ class _Reconcile:
         self.full: dict[str, Limit] = {}
         self.partitions = Partitions()
         self.created: list[tuple[str, str, str]] = []  # (child, cluster, share) created in this pass: _events
+        self._clusters: dict[str, ClusterInfo] | None = None  # by name, for the overrides
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -671,6 +675,17 @@ class _Reconcile:
         hub, sp, ck = self.sp.hub, self.sp, self.wk.child
         labels, ann = self._child_meta(cluster, spec_hash)
         spec = self.wk.child_spec(self.spec, replicas, start)
+        # -- overrides: the cluster's rules on its child (fleet/placement/overrides.py) --
+        applied = self._overridden(cluster, spec, labels, ann)
+        if applied is None:  # its rules break it (a problem on the parent): no new child, the old one kept
+            if child is None:
+                return
+            keep = meta(child).get("annotations") or {}
+            spec_hash = keep.get(ANNOTATION_SPEC_HASH) or spec_hash
+            ann = {**ann, ANNOTATION_SPEC_HASH: spec_hash, **{k: keep[k] for k in ov.CHILD_ANNOTATIONS if k in keep}}
+        else:
+            spec, labels, ann = applied.spec, applied.labels, {**applied.annotations, **applied.child_annotations()}
+        # -- overrides end --
         if child is None:
             body: dict[str, Any] = {"apiVersion": ck.api_version, "kind": ck.kind,
                                     "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
@@ -706,7 +721,9 @@ class _Reconcile:
         cur_ann = cmd.get("annotations") or {}
         cur_labels = cmd.get("labels") or {}
         refs = cmd.get("ownerReferences") or []
+        rules_changed = cur_ann.get(ov.ANNOTATION_OVERRIDES_HASH) != ann.get(ov.ANNOTATION_OVERRIDES_HASH)
         if (old_replicas == replicas and old_start == start and cur_ann.get(ANNOTATION_SPEC_HASH) == spec_hash
+                and not rules_changed
                 and all(cur_labels.get(k) == v for k, v in labels.items())
                 and all(cur_ann.get(k) == v for k, v in ann.items())):
             return
@@ -716,7 +733,14 @@ class _Reconcile:
         nmd["annotations"] = {**cur_ann, **ann}
         if not any(r.get("uid") == self.md.get("uid") for r in refs):
             nmd["ownerReferences"] = [*refs, self._owner_ref()]
-        if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash:
+        if rules_changed:  # what rules set before and set no more goes (overrides)
+            for part, gone in ov.stale_keys(cur_ann, labels, ann).items():
+                for k in gone:
+                    nmd[part].pop(k, None)
+            sp.events.event(self.parent, "Normal", "OverridesApplied",
+                            f"Updated {cmd['name']} in cluster {cluster}: overrides "
+                            f"{ann.get(ov.ANNOTATION_OVERRIDES) or 'none'} apply")
+        if cur_ann.get(ANNOTATION_SPEC_HASH) != spec_hash or rules_changed:
             new["spec"] = spec
         else:
             if ck.replicas:
@@ -735,6 +759,25 @@ class _Reconcile:
         elif old_replicas != replicas:
             sp.events.event(self.parent, "Normal", "ScalingReplicaSet",
                             f"Scaled {cmd['name']} in cluster {cluster} from {old_replicas} to {replicas}")
+
+    def _overridden(self, cluster: str, spec: dict, labels: dict, ann: dict) -> ov.Applied | None:
+        """The child with the rules of the parent's policy (the last good one) that select its
+        cluster; None, with an InvalidOverride problem naming the cluster, when they break it (or
+        when no good policy was seen yet)."""
+        if self.s.prepared is None:  # no good policy seen yet (InvalidPlacement): the children stay as they are
+            return None
+        policy = self.s.prepared.policy
+        if not policy.overrides:
+            return ov.apply(spec, labels, ann, ())
+        if self._clusters is None:
+            self._clusters = {ci.name: ci for ci in self.sp.fleet(self.lc).infos}
+        ci = self._clusters.get(cluster)
+        rules = ov.matching(policy.overrides, ci) if ci is not None else []
+        try:
+            return self.s.overrides.apply(cluster, spec, labels, ann, rules)
+        except ov.OverrideError as err:
+            self.problems.append(("InvalidOverride", f"cluster {cluster}: {err}"))
+            return None
 
     def _share(self, replicas: int, start: int) -> str:
         if self.wk.ordinals:
@@ -759,7 +802,7 @@ class _Reconcile:
 
     def _placement_condition(self, d: Decision | None, p: Any) -> tuple[str, str, str]:
         first = {r: m for r, m in reversed(self.problems)}
-        for reason in ("InvalidPlacement", "NoEligibleClusters", "PlacementFailed"):
+        for reason in ("InvalidPlacement", "NoEligibleClusters", "PlacementFailed", "InvalidOverride"):
             if reason in first:
                 return "False", reason, first[reason]
         if d is not None:

@@ -101,6 +101,10 @@ class WorkloadKind:
         for k in ("replicasPerCluster", "maxReplicasPerCluster", "weights"):
             if k in policy.source:
                 errors.append(f"{ANNOTATION_POLICY}.{k}: not used by a {self.kind} (one per cluster)")
+        for o in policy.overrides:  # per-cluster rules: a cap means nothing when one runs per cluster
+            if o.max_replicas is not None:
+                errors.append(f"{ANNOTATION_POLICY}.overrides[{o.index}].maxReplicas: not used by a {self.kind} "
+                              "(one per cluster)")
         if errors:
             raise PolicyError(errors)
         return policy, text
