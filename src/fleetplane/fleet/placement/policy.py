@@ -39,13 +39,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ...apimachinery.errors import StatusError
 from ...apimachinery.labels import LabelSelector
 from ...inventory.selection import PropertyRequirement, parse_property_selector
+
+if TYPE_CHECKING:
+    from .rollout import RolloutPolicy
 
 __all__ = [
     "ANNOTATION_POLICY",
@@ -68,7 +71,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 STRATEGIES = ("Even", "Weighted", "Capacity", "Duplicate")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TOP_KEYS = ("strategy", "weights", "required", "preferred", "spread", "tolerations", "maxReplicasPerCluster",
-             "rebalanceTolerance", "replicasPerCluster")
+             "rebalanceTolerance", "replicasPerCluster", "rollout")
 _TERM_KEYS = ("labels", "properties", "clusters", "clusterSet", "location")
 
 
@@ -194,6 +197,8 @@ class Policy:
     #: Duplicate (ClusterDaemonSet): replicas every chosen cluster gets
     per_cluster: int = 1
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: progressive rollout across clusters (:mod:`.rollout`); None: every child at once
+    rollout: RolloutPolicy | None = None
 
     @property
     def tolerance(self) -> int:
@@ -328,11 +333,16 @@ def policy_from_dict(doc: Any, *, path: str = "placement", strategy_default: str
     cap = _int(doc.get("maxReplicasPerCluster"), f"{path}.maxReplicasPerCluster", errors, lo=0)
     tol = _int(doc.get("rebalanceTolerance"), f"{path}.rebalanceTolerance", errors, lo=0)
     per = _int(doc.get("replicasPerCluster", 1), f"{path}.replicasPerCluster", errors, lo=1)
+    rollout = None
+    if doc.get("rollout") is not None:
+        from .rollout import rollout_from_dict
+
+        rollout = rollout_from_dict(doc["rollout"], f"{path}.rollout", errors)
     if errors:
         raise PolicyError(errors)
     return Policy(strategy=strategy, required=tuple(required), preferred=tuple(preferred), spread=tuple(spread),
                   tolerations=tuple(tolerations), weights=tuple(weights), max_per_cluster=cap,
-                  rebalance_tolerance=tol, per_cluster=per or 1, source=dict(doc))
+                  rebalance_tolerance=tol, per_cluster=per or 1, source=dict(doc), rollout=rollout)
 
 
 def _kind(v: Any) -> str:

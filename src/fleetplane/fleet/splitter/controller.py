@@ -69,7 +69,8 @@ from ..placement import (
     requests_of,
 )
 from ..placement.engine import Prepared
-from . import ordinals
+from ..placement.rollout import Named, RolloutPolicy
+from . import ordinals, stages
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 from .eviction import Eviction, Partitions, PartitionState
@@ -77,6 +78,8 @@ from .eviction import step as partition_step
 from .kinds import ANNOTATION_DOWNSTREAM_NAME, KINDS, WorkloadKind
 from .options import SplitterOptions
 from .rollout import ChildView, Plan, plan
+from .stages import ANNOTATION_PREFIX as ROLLOUT_PREFIX
+from .stages import ANNOTATION_STATE as ROLLOUT_STATE
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
            "ANNOTATION_UNSCHEDULABLE", "LABEL_CLUSTER", "LABEL_OWNED_BY", "Splitter", "SplitterOptions",
@@ -130,6 +133,9 @@ class _Parent:
     split: dict[str, int] = field(default_factory=dict)
     waiting: frozenset = frozenset()
     partitions: PartitionState = field(default_factory=PartitionState)
+    #: the progressive rollout (:mod:`.stages`), loaded from the parent once, then kept here
+    rollout: stages.RolloutState | None = None
+    rollout_loaded: bool = False
 
 
 class _Fleet:
@@ -337,7 +343,7 @@ class Splitter:
     @staticmethod
     def _relevant(obj: dict) -> Any:
         md = meta(obj)
-        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k != ANNOTATION_DECISION}
+        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k not in (ANNOTATION_DECISION, ROLLOUT_STATE)}
         return (md.get("uid"), md.get("generation"), md.get("labels"), ann, md.get("deletionTimestamp"),
                 obj.get("spec"))
 
@@ -453,6 +459,10 @@ class _Reconcile:
         self.notes: list[str] = []
         self.full: dict[str, Limit] = {}
         self.partitions = Partitions()
+        #: the policy's rollout, and this reconcile's step of it (None: every child at once)
+        self.ro: RolloutPolicy | None = None
+        self.ro_source: Any = None
+        self.ro_out: stages.Outcome | None = None
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -484,6 +494,7 @@ class _Reconcile:
             self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
             target = dict(counted)
         else:
+            self.ro, self.ro_source = policy.rollout, policy.source.get("overrides")
             requests = requests_of(template)
             pkey = (policy_text, tuple(sorted(requests.items())))
             if s.prepared is None or s.prepared_key != pkey:
@@ -526,6 +537,8 @@ class _Reconcile:
                                   bool(meta(o).get("deletionTimestamp")))
                      for c, o in children.items() if c not in parts.frozen}
             p = plan(target, views, requested if wk.split else 0)
+        if self.ro is not None:
+            self._rollout_step(children, target, fleet)
         children = await self._apply(children, p, template)
         live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
@@ -613,10 +626,81 @@ class _Reconcile:
                 self.notes.append(f"{c} limited to {lim.max} until {_clock(lim.since + self.opts.limit_ttl)} "
                                   f"({lim.message})")
 
+    # -- progressive rollouts (:mod:`.stages`) ---------------------------------------------------
+
+    def revision(self) -> str:
+        """What a rollout rolls out: the children's shared spec and the policy's overrides."""
+        return _hash({"spec": self.wk.spec_of_generation(self._source()), "overrides": self.ro_source})
+
+    def _rollout_step(self, children: dict[str, dict], target: Mapping[str, int], fleet: _Fleet) -> None:
+        """One step of the stage machine: which clusters get the new revision now."""
+        assert self.ro is not None
+        s, ann = self.s, self.md.get("annotations") or {}
+        if not s.rollout_loaded:
+            s.rollout, s.rollout_loaded = stages.load(ann.get(ROLLOUT_STATE)), True
+        spec_hash, revision = self.spec_hash(), self.revision()
+        live = {c: o for c, o in children.items()
+                if not meta(o).get("deletionTimestamp") and c not in self.partitions.frozen}
+        views: dict[str, stages.ClusterView] = {}
+        for c, o in live.items():
+            at = (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) == spec_hash
+            ok, why = stages.rolled_out(self.wk.child, o)
+            if ok:
+                ok, why = stages.health(self.ro.health_check, o)
+            views[c] = stages.ClusterView(True, at, ok, c not in self.partitions.uncounted, why)
+        previous_spec = None
+        prev = s.rollout
+        if prev is None or prev.revision != revision:
+            for c in sorted(live):
+                h = (meta(live[c]).get("annotations") or {}).get(ANNOTATION_SPEC_HASH)
+                if h != spec_hash and (prev is None or h == prev.spec_hash):
+                    previous_spec = live[c].get("spec") or {}
+                    break
+        clusters = [fleet.get(c) or Named(c) for c in sorted(set(target) | set(live))]
+        held = bool(self.spec.get("paused")) or ann.get(stages.ANNOTATION_PAUSED) == "true"
+        s.rollout, self.ro_out = stages.step(prev, self.ro, revision=revision, spec_hash=spec_hash, clusters=clusters,
+                                             views=views, now=self.now, held=held,
+                                             approval=str(ann.get(stages.ANNOTATION_APPROVE) or ""),
+                                             abort=str(ann.get(stages.ANNOTATION_ABORT) or ""),
+                                             previous_spec=previous_spec)
+        self.requeue.extend(self.ro_out.requeue)
+        for type_, reason, message in self.ro_out.events:
+            self.sp.events.event(self.parent, type_, reason, message)
+
+    def _spec_for(self, cluster: str, child: dict | None, spec_hash: str) -> tuple[str, Mapping[str, Any] | None]:
+        """The spec hash and source a child gets now: the parent's (no rollout, or released), the
+        previous revision's (aborted, or created before its stage), or its own (not released)."""
+        out, state = self.ro_out, self.s.rollout
+        if out is None or state is None or cluster in out.new:
+            return spec_hash, None
+        if cluster in out.old and state.previous_spec is not None:
+            return state.previous_hash, state.previous_spec
+        if child is not None:
+            return str((meta(child).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) or ""), child.get("spec") or {}
+        return spec_hash, None
+
+    def _rollout_status(self, status: dict, live: dict[str, dict]) -> dict:
+        state, out = self.s.rollout, self.ro_out
+        if state is None or out is None:
+            return status
+        spec_hash = self.spec_hash()
+        at = {c for c, o in live.items() if (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) == spec_hash}
+        held = bool(self.spec.get("paused")) or (self.md.get("annotations") or {}).get(stages.ANNOTATION_PAUSED) == "true"
+        return st.with_rollout(self.kind, status, children=live, at_revision=at, uncounted=self.partitions.uncounted,
+                               phase=state.phase, message=out.message, held=held,
+                               prev=self.parent.get("status") or {})
+
     # -- children -------------------------------------------------------------------------------
 
     def spec_hash(self) -> str:
-        return _hash(self.wk.spec_of_generation(self.spec))
+        return _hash(self.wk.spec_of_generation(self._source()))
+
+    def _source(self) -> Mapping[str, Any]:
+        """The spec children are made from: under a rollout without ``paused`` (the machine holds
+        instead; pausing is no new revision)."""
+        if self.ro is None or "paused" not in self.spec:
+            return self.spec
+        return {k: v for k, v in self.spec.items() if k != "paused"}
 
     def _owner_ref(self) -> dict:
         return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,
@@ -626,7 +710,8 @@ class _Reconcile:
         labels = {k: v for k, v in (self.md.get("labels") or {}).items()}
         labels[LABEL_CLUSTER] = cluster
         labels[LABEL_OWNED_BY] = self.name if is_label_value(self.name) else _hash(self.name)
-        ann = {k: v for k, v in (self.md.get("annotations") or {}).items() if k not in _NOT_COPIED}
+        ann = {k: v for k, v in (self.md.get("annotations") or {}).items()
+               if k not in _NOT_COPIED and not k.startswith(ROLLOUT_PREFIX)}
         ann[ANNOTATION_SPEC_HASH] = spec_hash
         if self.wk.ordinals:  # the Pods are <parent>-<ordinal> in every cluster
             ann[ANNOTATION_DOWNSTREAM_NAME] = self.name
@@ -639,8 +724,8 @@ class _Reconcile:
         path = _path(self.lc, *self.wk.child.gvr, self.ns)
         ops = [self._delete(children[c], c, path, out) for c in sorted(p.delete)]
         base = self.wk.first_ordinal(self.spec)
-        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), spec_hash, path, out)
-                for c, n in sorted(p.replicas.items())]
+        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), *self._spec_for(c, children.get(c), spec_hash),
+                            path, out) for c, n in sorted(p.replicas.items())]
         results = await asyncio.gather(*ops, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -654,11 +739,13 @@ class _Reconcile:
         out.pop(cluster, None)
         self.sp.events.event(self.parent, "Normal", "SuccessfulDelete", f"Deleted {cmd['name']} from cluster {cluster}")
 
-    async def _write(self, child: dict | None, cluster: str, replicas: int, start: int, spec_hash: str, path: str,
-                     out: dict[str, dict]) -> None:
+    async def _write(self, child: dict | None, cluster: str, replicas: int, start: int, spec_hash: str,
+                     source: Mapping[str, Any] | None, path: str, out: dict[str, dict]) -> None:
+        """Create or update one child; ``source``: the spec to make it from when not the parent's
+        (a rollout keeps a cluster at its revision until it is released: :meth:`_spec_for`)."""
         hub, sp, ck = self.sp.hub, self.sp, self.wk.child
         labels, ann = self._child_meta(cluster, spec_hash)
-        spec = self.wk.child_spec(self.spec, replicas, start)
+        spec = self.wk.child_spec(self._source() if source is None else source, replicas, start)
         if child is None:
             body: dict[str, Any] = {"apiVersion": ck.api_version, "kind": ck.kind,
                                     "metadata": {"name": child_name(self.name, cluster), "namespace": self.ns,
@@ -729,9 +816,11 @@ class _Reconcile:
 
     def _observed(self, live: dict[str, dict], p: Any, spec_hash: str) -> bool:
         """Every child carries this generation's spec (by hash: replicas aside, which the plan
-        sets) and has observed it."""
+        sets) and has observed it; under a rollout, once the rollout of this revision started."""
         if p.blocked:
             return False
+        if self.ro_out is not None:
+            return True
         for child in live.values():
             cmd = meta(child)
             if (cmd.get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != spec_hash:
@@ -787,6 +876,7 @@ class _Reconcile:
                                observed=self._observed(live, p, self.spec_hash()), prev=prev, problems=self.problems,
                                placement=placement, progress_note=self._progress_note(p), stale=stale,
                                uncounted=uncounted, partitioned=self.partitions.condition)
+        new = self._rollout_status(new, live)
         self._events(placement, d, p)
         if new == prev:
             return
@@ -887,11 +977,14 @@ class _Reconcile:
         doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace,
                           "rejoinGrace": self.opts.rejoin_grace}
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-        cur = (self.md.get("annotations") or {}).get(ANNOTATION_DECISION)
-        if cur == text:
+        annotations = {ANNOTATION_DECISION: text}
+        if self.ro_out is not None and self.s.rollout is not None:  # the rollout's state, in the same write
+            annotations[ROLLOUT_STATE] = self.s.rollout.to_json()
+        cur = self.md.get("annotations") or {}
+        if all(cur.get(k) == v for k, v in annotations.items()):
             return
         path = _path(self.lc, *self.wk.gvr, self.ns, self.name)
-        patch = {"metadata": {"annotations": {ANNOTATION_DECISION: text},
+        patch = {"metadata": {"annotations": annotations,
                               "resourceVersion": meta(self.parent).get("resourceVersion")}}
         try:
             await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)
