@@ -560,7 +560,11 @@ class _Reconcile:
             if c not in live:
                 del s.short_since[c]
         serving = {c for c, child in live.items() if as_int((child.get("status") or {}).get("availableReplicas")) > 0}
+        rolling = self._rolling()
         for c, child in live.items():
+            if c in rolling:  # a new revision that does not come up is the rollout's failure, not a full cluster
+                s.short_since.pop(c, None)
+                continue
             spec = max(0, as_int((child.get("spec") or {}).get("replicas")))
             stat = child.get("status") or {}
             available = as_int(stat.get("availableReplicas"))
@@ -632,12 +636,24 @@ class _Reconcile:
         """What a rollout rolls out: the children's shared spec and the policy's overrides."""
         return _hash({"spec": self.wk.spec_of_generation(self._source()), "overrides": self.ro_source})
 
+    def _rollout_state(self) -> stages.RolloutState | None:
+        s = self.s
+        if not s.rollout_loaded:
+            s.rollout, s.rollout_loaded = stages.load((self.md.get("annotations") or {}).get(ROLLOUT_STATE)), True
+        return s.rollout
+
+    def _rolling(self) -> set[str]:
+        """Clusters released by a rollout that is not complete and not done yet."""
+        state = self._rollout_state()
+        if state is None or state.phase in (stages.COMPLETE, stages.ABORTED):
+            return set()
+        return {c for c in state.released if c not in state.done}
+
     def _rollout_step(self, children: dict[str, dict], target: Mapping[str, int], fleet: _Fleet) -> None:
         """One step of the stage machine: which clusters get the new revision now."""
         assert self.ro is not None
         s, ann = self.s, self.md.get("annotations") or {}
-        if not s.rollout_loaded:
-            s.rollout, s.rollout_loaded = stages.load(ann.get(ROLLOUT_STATE)), True
+        self._rollout_state()
         spec_hash, revision = self.spec_hash(), self.revision()
         live = {c: o for c, o in children.items()
                 if not meta(o).get("deletionTimestamp") and c not in self.partitions.frozen}
