@@ -560,7 +560,7 @@ class _Reconcile:
             if c not in live:
                 del s.short_since[c]
         serving = {c for c, child in live.items() if as_int((child.get("status") or {}).get("availableReplicas")) > 0}
-        rolling = self._rolling()
+        rolling = self._rolling(live)
         for c, child in live.items():
             if c in rolling:  # a new revision that does not come up is the rollout's failure, not a full cluster
                 s.short_since.pop(c, None)
@@ -642,12 +642,14 @@ class _Reconcile:
             s.rollout, s.rollout_loaded = stages.load((self.md.get("annotations") or {}).get(ROLLOUT_STATE)), True
         return s.rollout
 
-    def _rolling(self) -> set[str]:
-        """Clusters released by a rollout that is not complete and not done yet."""
+    def _rolling(self, live: Mapping[str, dict]) -> set[str]:
+        """Clusters a rollout that is not complete is busy with: released and not done, or not at
+        its revision (an undo's clusters still at the failed one)."""
         state = self._rollout_state()
-        if state is None or state.phase in (stages.COMPLETE, stages.ABORTED):
+        if state is None or state.phase == stages.COMPLETE:
             return set()
-        return {c for c in state.released if c not in state.done}
+        return {c for c, o in live.items() if (c in state.released and c not in state.done)
+                or (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != state.spec_hash}
 
     def _rollout_step(self, children: dict[str, dict], target: Mapping[str, int], fleet: _Fleet) -> None:
         """One step of the stage machine: which clusters get the new revision now."""

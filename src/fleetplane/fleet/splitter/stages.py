@@ -217,19 +217,8 @@ def step(state: RolloutState | None, policy: RolloutPolicy, *, revision: str, sp
             out.old = present
         out.message = state.message
         return state, out
-    # health of released clusters
     for c in list(state.released):
-        v = views.get(c)
-        ok = v is not None and v.exists and v.at_revision and v.healthy and v.counted
-        if not ok:
-            state.healthy_since.pop(c, None)
-            continue
-        since = state.healthy_since.setdefault(c, now)
-        if c not in state.done:
-            if now - since >= policy.min_success:
-                state.done[c] = now
-            else:
-                out.requeue.append(since + policy.min_success)
+        _check(state, policy, views, c, now, out)
     was_held, state.held = state.held, held
     if was_held and not held and state.phase == PROGRESSING:
         state.stage_start = now  # the deadline does not count paused time
@@ -242,11 +231,15 @@ def step(state: RolloutState | None, policy: RolloutPolicy, *, revision: str, sp
             waiting = [c for c in members if c not in state.released]
             room = stage.concurrency(len(members)) - len(in_flight)
             if not held:
-                for c in waiting[:max(0, room)]:
+                fresh = waiting[:max(0, room)]
+                for c in fresh:
                     state.released[c] = now
-                    in_flight.append(c)
                     out.events.append(("Normal", "RolloutStageUpdate",
                                        f"Updating cluster {c} to revision {state.number} ({label})"))
+                    _check(state, policy, views, c, now, out)  # already there (an undo): no change to wait for
+                if any(_done(state, views, c) for c in fresh):
+                    continue
+                in_flight += fresh
                 waiting = [c for c in members if c not in state.released]
             if in_flight or waiting:
                 deadline = state.stage_start + policy.progress_deadline
@@ -302,6 +295,21 @@ def step(state: RolloutState | None, policy: RolloutPolicy, *, revision: str, sp
     if state.previous_spec is not None:
         out.old = {c for c in present if c not in out.new and not (views.get(c) or ClusterView(False)).exists}
     return state, out
+
+
+def _check(state: RolloutState, policy: RolloutPolicy, views: Mapping[str, ClusterView], c: str, now: float,
+           out: Outcome) -> None:
+    """A released cluster's health: done once healthy at the revision for minSuccessTime."""
+    v = views.get(c)
+    if not (v is not None and v.exists and v.at_revision and v.healthy and v.counted):
+        state.healthy_since.pop(c, None)
+        return
+    since = state.healthy_since.setdefault(c, now)
+    if c not in state.done:
+        if now - since >= policy.min_success:
+            state.done[c] = now
+        else:
+            out.requeue.append(since + policy.min_success)
 
 
 def _forward_index(state: RolloutState, policy: RolloutPolicy) -> int:
