@@ -211,3 +211,82 @@ def test_kubectl_133_follows_the_stages_too(fleet: Fleet) -> None:
     wait_images(f, "k33", {"a": "nginx:2", "b": "nginx:2"})
     r = k("rollout", "status", "deployment/k33", "--timeout=30s")
     assert 'deployment "k33" successfully rolled out' in r.out
+
+
+def test_kubectl_rollout_history_and_undo_on_a_deployment(fleet: Fleet) -> None:
+    f = fleet
+    k = Kubectl(f.kubeconfig, minor="1.28", namespace="default")
+    for c in ("a", "b"):
+        f.profile(c)
+    f.apply(deployment("hist", 4, policy(stages=[{"clusters": ["a"]}, {}])))
+    wait_images(f, "hist", dict.fromkeys("ab", "nginx:1.27"))
+    set_image(f, "hist", "nginx:1.28")
+    wait_images(f, "hist", dict.fromkeys("ab", "nginx:1.28"))
+    wait_for(lambda: state(f, "hist").get("number") == 2 and state(f, "hist").get("phase") == "Complete", 15,
+             what=f"revision 2 complete (now {state(f, 'hist')})")
+    rows = wait_for(lambda: (r := [ln.split()[0] for ln in k("rollout", "history", "deployment/hist").out.splitlines()[2:]
+                                   if ln.strip()]) == ["1", "2"] and r, 15, interval=0.2, what="kubectl rollout history")
+    assert rows == ["1", "2"]
+    assert (f.get("hist")["metadata"]["annotations"] or {})["deployment.kubernetes.io/revision"] == "2"
+    out = k("rollout", "history", "deployment/hist", "--revision=1").out
+    assert "nginx:1.27" in out, out
+    # the history objects stay on the hub: no child is a ReplicaSet, and none has replicas
+    code, rs = f.api("GET", "/apis/apps/v1/namespaces/default/replicasets")
+    assert code == 200 and {o["spec"]["replicas"] for o in rs["items"]} == {0}
+    assert all(o["metadata"]["ownerReferences"][0]["name"] == "hist" for o in rs["items"])
+    r = k("rollout", "undo", "deployment/hist")
+    assert "rolled back" in r.out, r.out
+    wait_images(f, "hist", dict.fromkeys("ab", "nginx:1.27"))
+    st = wait_for(lambda: (s := state(f, "hist")).get("phase") == "Complete" and s.get("number") == 3 and s, 20,
+                  interval=0.2, what=f"the undo rolled out (now {state(f, 'hist')})")
+    assert st["reverse"] is True and st["stages"] == [["b"], ["a"]]
+    rows = wait_for(lambda: (r := [ln.split()[0] for ln in k("rollout", "history", "deployment/hist").out.splitlines()[2:]
+                                   if ln.strip()]) == ["2", "3"] and r, 15, interval=0.2,
+                    what=f"renumbered history (now {k('rollout', 'history', 'deployment/hist').out!r}, "
+                         f"{[(o['metadata']['name'], o['metadata']['annotations']) for o in f.api('GET', '/apis/apps/v1/namespaces/default/replicasets')[1]['items']]})")
+    assert rows == ["2", "3"]  # revision 1 became 3, as kube renumbers it
+
+
+def test_a_daemonset_rollout_stage_by_stage_and_kubectl_undo(fleet: Fleet) -> None:
+    from .fixtures import DAEMONSET_CRD
+    from .test_daemonsets import daemonset, ds_status
+
+    f = fleet
+    f.serve(DAEMONSET_CRD)
+    k = Kubectl(f.kubeconfig, minor="1.33", namespace="default")
+    for c in ("a", "b"):
+        f.profile(c)
+    ds = daemonset("agent", {"rollout": {"stages": [{"clusters": ["a"]}, {}], "minSuccessTime": "1s"}})
+    f.apply(ds)
+
+    def run_ds() -> dict[str, str]:
+        kids = f.kids("daemonsets", "agent")
+        for child in kids.values():
+            st = child.get("status") or {}
+            if st.get("observedGeneration") != child["metadata"].get("generation"):
+                f.put_status("daemonsets", child, ds_status(child, 2))
+        return {c: image_of(o) for c, o in kids.items()}
+
+    wait_for(lambda: run_ds() == dict.fromkeys("ab", "nginx:1.27"), 20, interval=0.2, what="agent children")
+    wait_for(lambda: (st := (f.obj("daemonsets", "agent") or {}).get("metadata", {}).get("annotations", {})
+                      .get("rollout.fleetplane.io/state")) and json.loads(st)["phase"] == "Complete", 15)
+    k("patch", "daemonset/agent", "--type=json", "-p", json.dumps([{"op": "replace", "path": IMAGE, "value": "nginx:2"}]))
+    seen: list[tuple[str, str]] = []
+
+    def progress() -> bool:
+        imgs = run_ds()
+        for c, img in sorted(imgs.items()):
+            if img == "nginx:2" and (c, img) not in seen:
+                seen.append((c, img))
+        return set(imgs.values()) == {"nginx:2"}
+    wait_for(progress, 30, interval=0.2, what=f"agent at nginx:2 (seen {seen})")
+    assert [c for c, _ in seen] == ["a", "b"], seen
+    r = k("rollout", "status", "daemonset/agent", "--timeout=30s")
+    assert 'daemon set "agent" successfully rolled out' in r.out, r.out
+    hist = k("rollout", "history", "daemonset/agent").out
+    assert [ln.split()[0] for ln in hist.splitlines()[2:] if ln.strip()] == ["1", "2"], hist
+    r = k("rollout", "undo", "daemonset/agent")
+    assert "rolled back" in r.out, r.out
+    wait_for(lambda: run_ds() == dict.fromkeys("ab", "nginx:1.27"), 30, interval=0.2, what="agent back at nginx:1.27")
+    st = json.loads(f.obj("daemonsets", "agent")["metadata"]["annotations"]["rollout.fleetplane.io/state"])
+    assert st["reverse"] is True and st["number"] == 3, st

@@ -70,7 +70,7 @@ from ..placement import (
 )
 from ..placement.engine import Prepared
 from ..placement.rollout import Named, RolloutPolicy
-from . import ordinals, stages
+from . import history, ordinals, stages
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 from .eviction import Eviction, Partitions, PartitionState
@@ -136,6 +136,8 @@ class _Parent:
     #: the progressive rollout (:mod:`.stages`), loaded from the parent once, then kept here
     rollout: stages.RolloutState | None = None
     rollout_loaded: bool = False
+    #: the revision number last recorded in the history objects (:mod:`.history`)
+    history_number: int = 0
 
 
 class _Fleet:
@@ -540,6 +542,8 @@ class _Reconcile:
         if self.ro is not None:
             self._rollout_step(children, target, fleet)
         children = await self._apply(children, p, template)
+        if self.ro_out is not None:
+            await self._record_history()
         live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
         await self._write_decision(decision, p)
@@ -685,6 +689,23 @@ class _Reconcile:
         for type_, reason, message in self.ro_out.events:
             self.sp.events.event(self.parent, type_, reason, message)
 
+    async def _record_history(self) -> None:
+        """ReplicaSets / ControllerRevisions for kubectl's history and undo (:mod:`.history`)."""
+        state = self.s.rollout
+        if state is None or self.kind not in APPS_KINDS or self.s.history_number == state.number:
+            return
+        try:
+            await history.record(self.sp.hub, self.lc, self.kind, {**self.parent, "spec": self._source()},
+                                 state.number)
+        except ApiError as err:
+            if err.status in (404, 403):  # the type is not served here: no history, the rollout goes on
+                log.info("splitter: no revision history for %s %s/%s: %s", self.kind, self.ns, self.name, err.message)
+                self.s.history_number = state.number
+                return
+            raise
+        self.sp.writes += 1
+        self.s.history_number = state.number
+
     def _spec_for(self, cluster: str, child: dict | None, spec_hash: str) -> tuple[str, Mapping[str, Any] | None]:
         """The spec hash and source a child gets now: the parent's (no rollout, or released), the
         previous revision's (aborted, or created before its stage), or its own (not released)."""
@@ -715,10 +736,16 @@ class _Reconcile:
 
     def _source(self) -> Mapping[str, Any]:
         """The spec children are made from: under a rollout without ``paused`` (the machine holds
-        instead; pausing is no new revision)."""
-        if self.ro is None or "paused" not in self.spec:
+        instead; pausing is no new revision) and without a null template creationTimestamp."""
+        if self.ro is None:
             return self.spec
-        return {k: v for k, v in self.spec.items() if k != "paused"}
+        out = {k: v for k, v in self.spec.items() if k != "paused"}
+        tmd = (out.get("template") or {}).get("metadata")
+        if isinstance(tmd, dict) and "creationTimestamp" in tmd and tmd["creationTimestamp"] is None:
+            # kubectl's undo sends the template as Go serializes it (creationTimestamp: null), which a
+            # typed kube server drops: the same revision
+            out["template"] = {**out["template"], "metadata": {k: v for k, v in tmd.items() if k != "creationTimestamp"}}
+        return out
 
     def _owner_ref(self) -> dict:
         return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,
@@ -998,6 +1025,8 @@ class _Reconcile:
         annotations = {ANNOTATION_DECISION: text}
         if self.ro_out is not None and self.s.rollout is not None:  # the rollout's state, in the same write
             annotations[ROLLOUT_STATE] = self.s.rollout.to_json()
+            if self.kind == "Deployment":
+                annotations[history.ANNOTATION_REVISION] = str(self.s.rollout.number)
         cur = self.md.get("annotations") or {}
         if all(cur.get(k) == v for k, v in annotations.items()):
             return
