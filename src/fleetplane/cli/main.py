@@ -28,6 +28,7 @@ from .cluster import comma_separated
 from .inventory import add_parser as add_inventory_parser
 from .kubeconfig import add_parser as add_kubeconfig_parser
 from .placement import add_parser as add_placement_parser
+from .rollout import add_parser as add_rollout_parser
 from .storage import add_parser as add_storage_parser
 from .syncer import add_parser as add_syncer_parser
 
@@ -284,6 +285,7 @@ def parser() -> argparse.ArgumentParser:
     add_cluster_parser(sub)
     add_syncer_parser(sub)
     add_placement_parser(sub)
+    add_rollout_parser(sub)
     return p
 
 

@@ -544,6 +544,9 @@ def _splitter_rules() -> list[dict[str, Any]]:
       (splitter/kinds.py).
     - events ``create``, ``patch``: Events on parents, repeats counted (controller.py:177;
       kube/events.py:123, 107).
+    - replicasets and controllerrevisions (apps) ``list`` (by the parent's selector), ``create``,
+      ``patch`` (a renumbered revision), ``delete`` (past revisionHistoryLimit): the revision history
+      of parents with a rollout policy, for kubectl's rollout history and undo (splitter/history.py).
     - leases ``get``, ``update`` on ``kube-system/fleetplane-splitter``, ``create`` (any name: RBAC
       cannot name a create): leader election in root (splitter/__init__.py; kube/leaderelection.py).
 
@@ -560,6 +563,7 @@ def _splitter_rules() -> list[dict[str, Any]]:
          _rule(["patch"], [CDS_GROUP], [CDS_PLURAL]),
          _rule(["patch"], [CDS_GROUP], [f"{CDS_PLURAL}/status"]),
          _rule(["create", "patch"], [CORE], ["events"]),
+         _rule(["list", "create", "patch", "delete"], [APPS], ["replicasets", "controllerrevisions"]),
          _rule(["get", "update"], [COORDINATION], ["leases"], [SPLITTER_LEASE]),
          _rule(["create"], [COORDINATION], ["leases"])],
     )

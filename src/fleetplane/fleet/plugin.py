@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
+from ..apis.apps import resource_types as apps_types
 from ..plugin import Contributions, Controller, ControllerContext
 from . import identities
 from .cluster.crd import CLUSTER_CRD
@@ -19,6 +20,7 @@ from .clusterdaemonset_crd import CLUSTERDAEMONSET_CRD
 from .cronjobs.options import CronJobOptions
 from .decisions.crd import PLACEMENTDECISION_CRD
 from .decisions.options import DecisionPublisherOptions
+from .history_crd import CONTROLLERREVISION_CRD
 from .hpas.options import HPAControllerOptions
 from .placement.admission import admission_checks
 from .services.options import ServiceControllerOptions
@@ -78,7 +80,8 @@ class FleetPlugin:
     name: str = "fleet"
 
     def contribute(self, hub: Contributions) -> None:
-        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD, PLACEMENTDECISION_CRD]
+        hub.crds += [CLUSTER_CRD, CLUSTERDAEMONSET_CRD, PLACEMENTDECISION_CRD, CONTROLLERREVISION_CRD]
+        hub.types += [t for t in apps_types() if t.kind == "ReplicaSet"]  # revision history (splitter/history.py)
         hub.admission.update(admission_checks())  # placement policies validated on write
         hub.cluster_roles += identities.cluster_roles()
         hub.cluster_role_bindings += identities.cluster_role_bindings()

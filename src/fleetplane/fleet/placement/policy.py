@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -48,6 +48,9 @@ from ...apimachinery.errors import StatusError
 from ...apimachinery.labels import LabelSelector
 from ...inventory.selection import PropertyRequirement, parse_property_selector
 from .overrides import Override, parse_overrides
+
+if TYPE_CHECKING:
+    from .rollout import RolloutPolicy
 
 __all__ = [
     "ANNOTATION_POLICY",
@@ -69,9 +72,8 @@ ANNOTATION_POLICY = "placement.fleetplane.io/policy"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 STRATEGIES = ("Even", "Weighted", "Capacity", "Duplicate")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_TOP_KEYS: tuple[str, ...] = ("strategy", "weights", "required", "preferred", "spread", "tolerations", "maxReplicasPerCluster",
-             "rebalanceTolerance", "replicasPerCluster")
-_TOP_KEYS += ("overrides",)
+_TOP_KEYS = ("strategy", "weights", "required", "preferred", "spread", "tolerations", "maxReplicasPerCluster",
+             "rebalanceTolerance", "replicasPerCluster", "overrides", "rollout")
 _TERM_KEYS = ("labels", "properties", "clusters", "clusterSet", "location")
 
 
@@ -199,6 +201,8 @@ class Policy:
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: per-cluster changes to the children (fleet/placement/overrides.py), in order
     overrides: tuple[Override, ...] = ()
+    #: progressive rollout across clusters (:mod:`.rollout`); None: every child at once
+    rollout: RolloutPolicy | None = None
 
     @property
     def tolerance(self) -> int:
@@ -334,12 +338,17 @@ def policy_from_dict(doc: Any, *, path: str = "placement", strategy_default: str
     tol = _int(doc.get("rebalanceTolerance"), f"{path}.rebalanceTolerance", errors, lo=0)
     per = _int(doc.get("replicasPerCluster", 1), f"{path}.replicasPerCluster", errors, lo=1)
     overrides = parse_overrides(doc.get("overrides"), f"{path}.overrides", errors, term=_term)
+    rollout = None
+    if doc.get("rollout") is not None:
+        from .rollout import rollout_from_dict
+
+        rollout = rollout_from_dict(doc["rollout"], f"{path}.rollout", errors)
     if errors:
         raise PolicyError(errors)
     return Policy(strategy=strategy, required=tuple(required), preferred=tuple(preferred), spread=tuple(spread),
                   tolerations=tuple(tolerations), weights=tuple(weights), max_per_cluster=cap,
                   rebalance_tolerance=tol, per_cluster=per or 1, source=dict(doc),
-                  overrides=tuple(overrides))
+                  overrides=tuple(overrides), rollout=rollout)
 
 
 def _kind(v: Any) -> str:

@@ -71,8 +71,9 @@ from ..placement import (
 )
 from ..placement import overrides as ov
 from ..placement.engine import Prepared
+from ..placement.rollout import Named, RolloutPolicy
 from ..syncer.constants import finalizer as syncer_finalizer
-from . import ordinals
+from . import history, ordinals, stages
 from . import status as st
 from .crd import CDS_GROUP, CDS_KIND, CDS_PLURAL, CDS_VERSION
 from .eviction import Eviction, Partitions, PartitionState
@@ -80,6 +81,8 @@ from .eviction import step as partition_step
 from .kinds import ANNOTATION_DOWNSTREAM_NAME, KINDS, WorkloadKind
 from .options import SplitterOptions
 from .rollout import ChildView, Plan, plan
+from .stages import ANNOTATION_PREFIX as ROLLOUT_PREFIX
+from .stages import ANNOTATION_STATE as ROLLOUT_STATE
 
 __all__ = ["ANNOTATION_DECISION", "ANNOTATION_SPEC_HASH",
            "ANNOTATION_UNSCHEDULABLE", "LABEL_CLUSTER", "LABEL_OWNED_BY", "Splitter", "SplitterOptions",
@@ -144,6 +147,11 @@ class _Parent:
     status_pending: float | None = None
     #: each cluster's child with its overrides, while nothing it depends on changes
     overrides: ov.Cache = field(default_factory=ov.Cache)
+    #: the progressive rollout (:mod:`.stages`), loaded from the parent once, then kept here
+    rollout: stages.RolloutState | None = None
+    rollout_loaded: bool = False
+    #: the revision number last recorded in the history objects (:mod:`.history`)
+    history_number: int = 0
 
 
 class _Fleet:
@@ -351,7 +359,7 @@ class Splitter:
     @staticmethod
     def _relevant(obj: dict) -> Any:
         md = meta(obj)
-        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k != ANNOTATION_DECISION}
+        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k not in (ANNOTATION_DECISION, ROLLOUT_STATE)}
         return (md.get("uid"), md.get("generation"), md.get("labels"), ann, md.get("deletionTimestamp"),
                 obj.get("spec"))
 
@@ -469,6 +477,10 @@ class _Reconcile:
         self.partitions = Partitions()
         self.created: list[tuple[str, str, str]] = []  # (child, cluster, share) created in this pass: _events
         self._clusters: dict[str, ClusterInfo] | None = None  # by name, for the overrides
+        #: the policy's rollout, and this reconcile's step of it (None: every child at once)
+        self.ro: RolloutPolicy | None = None
+        self.ro_source: Any = None
+        self.ro_out: stages.Outcome | None = None
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -500,6 +512,7 @@ class _Reconcile:
             self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
             target = dict(counted)
         else:
+            self.ro, self.ro_source = policy.rollout, policy.source.get("overrides")
             requests = requests_of(template)
             pkey = (policy_text, tuple(sorted(requests.items())))
             if s.prepared is None or s.prepared_key != pkey:
@@ -542,7 +555,11 @@ class _Reconcile:
                                   bool(meta(o).get("deletionTimestamp")))
                      for c, o in children.items() if c not in parts.frozen}
             p = plan(target, views, requested if wk.split else 0)
+        if self.ro is not None:
+            self._rollout_step(children, target, fleet)
         children = await self._apply(children, p, template)
+        if self.ro_out is not None:
+            await self._record_history()
         live = {c: o for c, o in children.items() if not meta(o).get("deletionTimestamp") and c not in parts.frozen}
         await self._write_status(live, target, p, decision, requested)
         await self._write_decision(decision, p)
@@ -563,7 +580,11 @@ class _Reconcile:
             if c not in live:
                 del s.short_since[c]
         serving = {c for c, child in live.items() if as_int((child.get("status") or {}).get("availableReplicas")) > 0}
+        rolling = self._rolling(live)
         for c, child in live.items():
+            if c in rolling:  # a new revision that does not come up is the rollout's failure, not a full cluster
+                s.short_since.pop(c, None)
+                continue
             spec = max(0, as_int((child.get("spec") or {}).get("replicas")))
             stat = child.get("status") or {}
             available = as_int(stat.get("availableReplicas"))
@@ -629,10 +650,118 @@ class _Reconcile:
                 self.notes.append(f"{c} limited to {lim.max} until {_clock(lim.since + self.opts.limit_ttl)} "
                                   f"({lim.message})")
 
+    # -- progressive rollouts (:mod:`.stages`) ---------------------------------------------------
+
+    def revision(self) -> str:
+        """What a rollout rolls out: the children's shared spec and the policy's overrides."""
+        return _hash({"spec": self.wk.spec_of_generation(self._source()), "overrides": self.ro_source})
+
+    def _rollout_state(self) -> stages.RolloutState | None:
+        s = self.s
+        if not s.rollout_loaded:
+            s.rollout, s.rollout_loaded = stages.load((self.md.get("annotations") or {}).get(ROLLOUT_STATE)), True
+        return s.rollout
+
+    def _rolling(self, live: Mapping[str, dict]) -> set[str]:
+        """Clusters a rollout that is not complete is busy with: released and not done, or not at
+        its revision (an undo's clusters still at the failed one)."""
+        state = self._rollout_state()
+        if state is None or state.phase == stages.COMPLETE:
+            return set()
+        return {c for c, o in live.items() if (c in state.released and c not in state.done)
+                or (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != state.spec_hash}
+
+    def _rollout_step(self, children: dict[str, dict], target: Mapping[str, int], fleet: _Fleet) -> None:
+        """One step of the stage machine: which clusters get the new revision now."""
+        assert self.ro is not None
+        s, ann = self.s, self.md.get("annotations") or {}
+        self._rollout_state()
+        spec_hash, revision = self.spec_hash(), self.revision()
+        live = {c: o for c, o in children.items()
+                if not meta(o).get("deletionTimestamp") and c not in self.partitions.frozen}
+        views: dict[str, stages.ClusterView] = {}
+        for c, o in live.items():
+            at = (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) == spec_hash
+            ok, why = stages.rolled_out(self.wk.child, o)
+            if ok:
+                ok, why = stages.health(self.ro.health_check, o)
+            views[c] = stages.ClusterView(True, at, ok, c not in self.partitions.uncounted, why)
+        previous_spec = None
+        prev = s.rollout
+        if prev is None or prev.revision != revision:
+            for c in sorted(live):
+                h = (meta(live[c]).get("annotations") or {}).get(ANNOTATION_SPEC_HASH)
+                if h != spec_hash and (prev is None or h == prev.spec_hash):
+                    previous_spec = live[c].get("spec") or {}
+                    break
+        clusters = [fleet.get(c) or Named(c) for c in sorted(set(target) | set(live))]
+        held = bool(self.spec.get("paused")) or ann.get(stages.ANNOTATION_PAUSED) == "true"
+        s.rollout, self.ro_out = stages.step(prev, self.ro, revision=revision, spec_hash=spec_hash, clusters=clusters,
+                                             views=views, now=self.now, held=held,
+                                             approval=str(ann.get(stages.ANNOTATION_APPROVE) or ""),
+                                             abort=str(ann.get(stages.ANNOTATION_ABORT) or ""),
+                                             previous_spec=previous_spec)
+        self.requeue.extend(self.ro_out.requeue)
+        for type_, reason, message in self.ro_out.events:
+            self.sp.events.event(self.parent, type_, reason, message)
+
+    async def _record_history(self) -> None:
+        """ReplicaSets / ControllerRevisions for kubectl's history and undo (:mod:`.history`)."""
+        state = self.s.rollout
+        if state is None or self.kind not in APPS_KINDS or self.s.history_number == state.number:
+            return
+        try:
+            await history.record(self.sp.hub, self.lc, self.kind, {**self.parent, "spec": self._source()},
+                                 state.number)
+        except ApiError as err:
+            if err.status in (404, 403):  # the type is not served here: no history, the rollout goes on
+                log.info("splitter: no revision history for %s %s/%s: %s", self.kind, self.ns, self.name, err.message)
+                self.s.history_number = state.number
+                return
+            raise
+        self.sp.writes += 1
+        self.s.history_number = state.number
+
+    def _spec_for(self, cluster: str, child: dict | None, spec_hash: str) -> tuple[str, Mapping[str, Any] | None]:
+        """The spec hash and source a child gets now: the parent's (no rollout, or released), the
+        previous revision's (aborted, or created before its stage), or its own (not released)."""
+        out, state = self.ro_out, self.s.rollout
+        if out is None or state is None or cluster in out.new:
+            return spec_hash, None
+        if cluster in out.old and state.previous_spec is not None:
+            return state.previous_hash, state.previous_spec
+        if child is not None:
+            return str((meta(child).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) or ""), child.get("spec") or {}
+        return spec_hash, None
+
+    def _rollout_status(self, status: dict, live: dict[str, dict]) -> dict:
+        state, out = self.s.rollout, self.ro_out
+        if state is None or out is None:
+            return status
+        spec_hash = self.spec_hash()
+        at = {c for c, o in live.items() if (meta(o).get("annotations") or {}).get(ANNOTATION_SPEC_HASH) == spec_hash}
+        held = bool(self.spec.get("paused")) or (self.md.get("annotations") or {}).get(stages.ANNOTATION_PAUSED) == "true"
+        return st.with_rollout(self.kind, status, children=live, at_revision=at, uncounted=self.partitions.uncounted,
+                               phase=state.phase, message=out.message, held=held,
+                               prev=self.parent.get("status") or {})
+
     # -- children -------------------------------------------------------------------------------
 
     def spec_hash(self) -> str:
-        return _hash(self.wk.spec_of_generation(self.spec))
+        return _hash(self.wk.spec_of_generation(self._source()))
+
+    def _source(self) -> Mapping[str, Any]:
+        """The spec children are made from: under a rollout without ``paused`` (the machine holds
+        instead; pausing is no new revision) and without a null template creationTimestamp."""
+        if self.ro is None:
+            return self.spec
+        out = {k: v for k, v in self.spec.items() if k != "paused"}
+        tmd = (out.get("template") or {}).get("metadata")
+        if isinstance(tmd, dict) and "creationTimestamp" in tmd and tmd["creationTimestamp"] is None:
+            # kubectl's undo sends the template as Go serializes it (creationTimestamp: null), which a
+            # typed kube server drops: the same revision
+            out["template"] = {**out["template"], "metadata": {k: v for k, v in tmd.items() if k != "creationTimestamp"}}
+        return out
 
     def _owner_ref(self) -> dict:
         return {"apiVersion": self.parent.get("apiVersion") or "apps/v1", "kind": self.kind, "name": self.name,
@@ -642,7 +771,8 @@ class _Reconcile:
         labels = {k: v for k, v in (self.md.get("labels") or {}).items()}
         labels[LABEL_CLUSTER] = cluster
         labels[LABEL_OWNED_BY] = self.name if is_label_value(self.name) else _hash(self.name)
-        ann = {k: v for k, v in (self.md.get("annotations") or {}).items() if k not in _NOT_COPIED}
+        ann = {k: v for k, v in (self.md.get("annotations") or {}).items()
+               if k not in _NOT_COPIED and not k.startswith(ROLLOUT_PREFIX)}
         ann[ANNOTATION_SPEC_HASH] = spec_hash
         if self.wk.ordinals:  # the Pods are <parent>-<ordinal> in every cluster
             ann[ANNOTATION_DOWNSTREAM_NAME] = self.name
@@ -655,8 +785,8 @@ class _Reconcile:
         path = _path(self.lc, *self.wk.child.gvr, self.ns)
         ops = [self._delete(children[c], c, path, out) for c in sorted(p.delete)]
         base = self.wk.first_ordinal(self.spec)
-        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), spec_hash, path, out)
-                for c, n in sorted(p.replicas.items())]
+        ops += [self._write(children.get(c), c, n, base + p.starts.get(c, 0), *self._spec_for(c, children.get(c), spec_hash),
+                            path, out) for c, n in sorted(p.replicas.items())]
         results = await asyncio.gather(*ops, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -670,11 +800,13 @@ class _Reconcile:
         out.pop(cluster, None)
         self.sp.events.event(self.parent, "Normal", "SuccessfulDelete", f"Deleted {cmd['name']} from cluster {cluster}")
 
-    async def _write(self, child: dict | None, cluster: str, replicas: int, start: int, spec_hash: str, path: str,
-                     out: dict[str, dict]) -> None:
+    async def _write(self, child: dict | None, cluster: str, replicas: int, start: int, spec_hash: str,
+                     source: Mapping[str, Any] | None, path: str, out: dict[str, dict]) -> None:
+        """Create or update one child; ``source``: the spec to make it from when not the parent's
+        (a rollout keeps a cluster at its revision until it is released: :meth:`_spec_for`)."""
         hub, sp, ck = self.sp.hub, self.sp, self.wk.child
         labels, ann = self._child_meta(cluster, spec_hash)
-        spec = self.wk.child_spec(self.spec, replicas, start)
+        spec = self.wk.child_spec(self._source() if source is None else source, replicas, start)
         # -- overrides: the cluster's rules on its child (fleet/placement/overrides.py) --
         applied = self._overridden(cluster, spec, labels, ann)
         if applied is None:  # its rules break it (a problem on the parent): no new child, the old one kept
@@ -788,9 +920,11 @@ class _Reconcile:
 
     def _observed(self, live: dict[str, dict], p: Any, spec_hash: str) -> bool:
         """Every child carries this generation's spec (by hash: replicas aside, which the plan
-        sets) and has observed it."""
+        sets) and has observed it; under a rollout, once the rollout of this revision started."""
         if p.blocked:
             return False
+        if self.ro_out is not None:
+            return True
         for child in live.values():
             cmd = meta(child)
             if (cmd.get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != spec_hash:
@@ -846,6 +980,7 @@ class _Reconcile:
                                observed=self._observed(live, p, self.spec_hash()), prev=prev, problems=self.problems,
                                placement=placement, progress_note=self._progress_note(p), stale=stale,
                                uncounted=uncounted, partitioned=self.partitions.condition)
+        new = self._rollout_status(new, live)
         self._events(placement, d, p)
         if new == prev:
             self.s.status_pending = None
@@ -977,11 +1112,16 @@ class _Reconcile:
         doc["options"] = {"unhealthyGrace": self.opts.unhealthy_grace, "joinGrace": self.opts.join_grace,
                           "rejoinGrace": self.opts.rejoin_grace}
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-        cur = (self.md.get("annotations") or {}).get(ANNOTATION_DECISION)
-        if cur == text:
+        annotations = {ANNOTATION_DECISION: text}
+        if self.ro_out is not None and self.s.rollout is not None:  # the rollout's state, in the same write
+            annotations[ROLLOUT_STATE] = self.s.rollout.to_json()
+            if self.kind == "Deployment":
+                annotations[history.ANNOTATION_REVISION] = str(self.s.rollout.number)
+        cur = self.md.get("annotations") or {}
+        if all(cur.get(k) == v for k, v in annotations.items()):
             return
         path = _path(self.lc, *self.wk.gvr, self.ns, self.name)
-        patch = {"metadata": {"annotations": {ANNOTATION_DECISION: text},
+        patch = {"metadata": {"annotations": annotations,
                               "resourceVersion": meta(self.parent).get("resourceVersion")}}
         try:
             await self.sp.hub.patch(path, patch, MERGE_PATCH, FIELD_MANAGER)

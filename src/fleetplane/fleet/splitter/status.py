@@ -282,3 +282,55 @@ def statefulset(*, generation: int, name: str, spec_hash: str, children: Mapping
     if current:
         status["currentRevision"] = current
     return status
+
+
+# -- progressive rollouts (:mod:`.stages`) ---------------------------------------------------------
+
+#: the counter of replicas at the new revision, per parent kind
+_UPDATED = {"Deployment": "updatedReplicas", "ClusterDaemonSet": "updatedReplicas",
+            "DaemonSet": "updatedNumberScheduled", "StatefulSet": "updatedReplicas"}
+
+
+def with_rollout(kind: str, status: dict[str, Any], *, children: Mapping[str, Mapping[str, Any]],
+                 at_revision: set[str], uncounted: Mapping[str, str], phase: str, message: str, held: bool,
+                 prev: Mapping[str, Any], now: str | None = None) -> dict[str, Any]:
+    """The parent's status under a progressive rollout: only children at the new revision count
+    as updated (so ``kubectl rollout status`` follows the stages); ``Progressing`` names the stage
+    (False ``ProgressDeadlineExceeded`` once the rollout failed, Unknown ``DeploymentPaused``
+    while held); a StatefulSet's ``currentRevision`` moves only once every stage is done."""
+    now = now or now_rfc3339()
+    out = dict(status)
+    key = _UPDATED.get(kind, "updatedReplicas")
+    updated = sum(_count((c.get("status") or {}).get(key)) for n, c in children.items()
+                  if n in at_revision and n not in uncounted)
+    if updated or kind in ("DaemonSet", "StatefulSet", "ClusterDaemonSet"):
+        out[key] = updated
+    else:
+        out.pop(key, None)
+    if kind == "StatefulSet" and phase != "Complete":
+        cur = (prev or {}).get("currentRevision")
+        if cur and cur != out.get("updateRevision"):
+            out["currentRevision"] = cur
+        elif not cur:
+            out.pop("currentRevision", None)
+    conds = [dict(c) for c in out.get("conditions") or ()]
+    old = next((c for c in conds if c.get("type") == "Progressing"), None)
+    prev_cond = next((c for c in (prev or {}).get("conditions") or () if c.get("type") == "Progressing"), None)
+    if phase == "Failed":
+        want: tuple[str, str, str] | None = ("False", "ProgressDeadlineExceeded", message)
+    elif held and phase != "Complete":
+        want = ("Unknown", "DeploymentPaused", f"Deployment is paused; {message}")
+    elif phase == "Aborted":
+        want = ("False", "RolloutAborted", message)
+    elif phase != "Complete":
+        want = ("True", "ReplicaSetUpdated", message)
+    else:
+        want = None if old is not None else ("True", "NewReplicaSetAvailable", message)
+    if want is not None and not (old is not None and old.get("reason") == "ProgressDeadlineExceeded"):
+        c = merge_condition(prev_cond, "Progressing", *want, now)
+        if kind in ("DaemonSet", "StatefulSet"):
+            c.pop("lastUpdateTime", None)
+        conds = [x for x in conds if x.get("type") != "Progressing"]
+        conds.insert(1 if kind in ("Deployment", "ClusterDaemonSet") else 0, c)
+    out["conditions"] = conds
+    return out
