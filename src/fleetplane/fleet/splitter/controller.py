@@ -479,7 +479,7 @@ class _Reconcile:
         self._clusters: dict[str, ClusterInfo] | None = None  # by name, for the overrides
         #: the policy's rollout, and this reconcile's step of it (None: every child at once)
         self.ro: RolloutPolicy | None = None
-        self.ro_source: Any = None
+        self.ro_source: Any = None  # the overrides as written: a rule change is a new revision
         self.ro_out: stages.Outcome | None = None
 
     # -- the steps ------------------------------------------------------------------------------
@@ -512,7 +512,7 @@ class _Reconcile:
             self.problems.append(("InvalidPlacement", f"invalid placement policy: {err}"))
             target = dict(counted)
         else:
-            self.ro, self.ro_source = policy.rollout, policy.source.get("overrides")
+            self.ro, self.ro_source = policy.rollout, ov.revision_source(policy.overrides)
             requests = requests_of(template)
             pkey = (policy_text, tuple(sorted(requests.items())))
             if s.prepared is None or s.prepared_key != pkey:
