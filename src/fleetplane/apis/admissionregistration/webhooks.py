@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...apimachinery import errors as e
+from ...apimachinery.cel import compile_expression
 from ...apimachinery.errors import FieldError
 from ...apimachinery.validation import (
     dns1035_label_errors,
@@ -23,7 +24,6 @@ from ...apimachinery.validation import (
 )
 from ...registry import printers as pr
 from ...registry.printers import AGE, NAME, Clock, Column, Printer
-from ...registry.schema.cel import compile_expression
 from ...registry.types import ResourceType
 from ..core.base import CoreStrategy
 from .rules import GROUP, MAX_MATCH_CONDITIONS, VERSION, invalid_slice, validate_rule

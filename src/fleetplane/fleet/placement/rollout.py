@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policy import ClusterTerm, _int, _kind, _term
+from .terms import ClusterTerm, PolicyError, _int, _kind, _term
 
 __all__ = ["DEFAULT_PROGRESS_DEADLINE", "Named", "RolloutPolicy", "Stage", "go_duration", "parse_rollout"]
 
@@ -189,9 +189,7 @@ def _concurrency(v: Any, where: str, errors: list[str]) -> tuple[int | None, int
 
 def parse_rollout(doc: Any, path: str) -> RolloutPolicy:
     """The ``rollout`` mapping at ``path`` (e.g. ``placement.fleetplane.io/policy.rollout``);
-    raises :class:`~.policy.PolicyError` naming every bad field."""
-    from .policy import PolicyError
-
+    raises :class:`~.terms.PolicyError` naming every bad field."""
     errors: list[str] = []
     out = rollout_from_dict(doc, path, errors)
     if errors or out is None:
@@ -231,7 +229,7 @@ def rollout_from_dict(doc: Any, path: str, errors: list[str]) -> RolloutPolicy |
             errors.append(f"{path}.healthCheck: must be a CEL expression over the child (self), not {_kind(check)}")
             check = None
         else:
-            from ...registry.schema.cel import compile_expression
+            from ...apimachinery.cel import compile_expression
 
             prog = compile_expression(check, frozenset(("self",)))
             if prog.error:

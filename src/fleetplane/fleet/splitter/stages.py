@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...apimachinery.cel import compile_expression
 from ...kube.objects import as_int
-from ...registry.schema.cel import compile_expression
 from ..placement.rollout import RolloutPolicy
 
 __all__ = ["ANNOTATION_ABORT", "ANNOTATION_APPROVE", "ANNOTATION_PAUSED", "ANNOTATION_PREFIX", "ANNOTATION_STATE",

@@ -1,5 +1,5 @@
 """The CEL environment of admission policies (kube's ``admission/plugin/cel``), on the hub's one
-CEL compiler (``registry.schema.cel``).
+CEL compiler (``apimachinery.cel``).
 
 An expression sees ``object``, ``oldObject``, ``request``, ``namespaceObject``, ``params`` (when
 the policy has a ``paramKind``), ``variables`` and ``authorizer`` (not in message expressions).
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...registry.schema.cel import _cel_error_text, _Program, _projection, compile_expression
-from ...registry.schema.celengine import _cel
-from ...registry.schema.cellib import code_segments
+from ...apimachinery.cel import _cel_error_text, _Program, _projection, compile_expression
+from ...apimachinery.cel.engine import _cel
+from ...apimachinery.cel.library import code_segments
 from ..authorization.attributes import Attributes, Result
 from ..user import UserInfo, service_account_user
 

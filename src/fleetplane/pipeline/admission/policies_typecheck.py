@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ...apimachinery.cel.library import code_segments
 from ...registry.definitions import OBJECT_META, REF, definitions
-from ...registry.schema.cellib import code_segments
 from .policies_cel import OBJECT, OLD_OBJECT, PARAMS, compile_admission, issue
 
 MAX_TYPES_TO_CHECK = 10

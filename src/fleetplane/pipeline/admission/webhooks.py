@@ -41,10 +41,10 @@ import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ...apimachinery import errors as e
+from ...apimachinery.cel import _cel_error_text, compile_expression
 from ...apimachinery.errors import FieldError, StatusError
 from ...apimachinery.labels import LabelSelector
 from ...apimachinery.validation import qualified_name_error
-from ...registry.schema.cel import _cel_error_text, compile_expression
 from ...registry.validation import validate_object_meta
 from ...storage import keys
 from ...storage.watchcache import WatchCache

@@ -33,14 +33,14 @@ from cryptography import x509
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from ...apimachinery import errors as e
+from ...apimachinery.cel import escape_cel_property
+from ...apimachinery.cel.library import code_segments
 from ...apimachinery.errors import FieldError
 from ...apimachinery.validation import dns1123_subdomain_error
-from ...registry.schema.cel import escape_cel_property
-from ...registry.schema.cellib import code_segments
 from ..user import CREDENTIAL_ID, UserInfo
 from .errors import AuthenticationError
 
-try:  # the CEL engine (common-expression-language), as registry.schema.celengine imports it
+try:  # the CEL engine (common-expression-language), as apimachinery.cel.engine imports it
     import cel as _cel
     from cel import stdlib as _cel_stdlib
 

@@ -16,14 +16,11 @@ request pipeline is the one kube runs when it decodes a custom resource::
 No I/O. Regular expressions and CEL programs are compiled lazily and cached.
 
 Modules, each importing only from the ones listed before it (and from
-:mod:`fleetplane.apimachinery`: Go-style printing, JSON values, quantities, name rules):
+:mod:`fleetplane.apimachinery`: Go-style printing, JSON values, quantities, name rules, Go
+regular expressions (``goregex``), OpenAPI string formats (``formats``) and the Kubernetes CEL
+compiler and function library (``cel``), which the admission policies and fleet controllers use too):
 
 - ``fieldpath``: field paths and field errors.
-- ``celengine``: the optional import of the CEL engine.
-- ``regex``: Go (RE2) regular expressions on top of Python's ``re``.
-- ``formats``: OpenAPI string formats.
-- ``cellib``, ``cel``: the Kubernetes CEL function library and the CEL compiler (with kube's
-  property-name escaping).
 - ``tree``: the compiled schema tree the request passes walk.
 - ``listtype``, ``prune``, ``defaults``, ``validate``, ``rules``: the request passes
   (list-type helpers, pruning, defaulting, schema validation, CEL rule evaluation).
@@ -33,7 +30,7 @@ Modules, each importing only from the ones listed before it (and from
 
 from __future__ import annotations
 
-from .cel import escape_cel_property
+from ...apimachinery.cel import escape_cel_property
 from .compiled import StructuralSchema
 from .crdcheck import validate_structural
 

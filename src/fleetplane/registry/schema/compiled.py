@@ -11,9 +11,9 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError
 
+from ...apimachinery.goregex import _go_regex, _RegexError
 from .defaults import _DefaultMixin
 from .prune import _PruneMixin
-from .regex import _go_regex, _RegexError
 from .rules import _RulesMixin
 from .tree import _Node, _root_node
 from .validate import _ValidateMixin

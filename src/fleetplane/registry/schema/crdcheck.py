@@ -13,8 +13,8 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, not_supported, required
 
+from ...apimachinery.cel import _compile_cel
 from ...apimachinery.jsonvalue import MISSING, copy_json, deep_equal
-from .cel import _compile_cel
 from .compiled import StructuralSchema
 from .fieldpath import _key
 from .prune import _META_FIELDS

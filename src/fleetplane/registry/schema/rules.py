@@ -13,12 +13,12 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, required
 
+from ...apimachinery.cel import _cel_error_text
+from ...apimachinery.cel.engine import _cel
+from ...apimachinery.formats import _is_date, _parse_go_duration
 from ...apimachinery.gofmt import go_base64_decode
 from ...apimachinery.jsonvalue import MISSING, deep_equal
-from .cel import _cel_error_text
-from .celengine import _cel
 from .fieldpath import _duplicate_value, _fp, _fp_child, _fp_index, _fp_key
-from .formats import _is_date, _parse_go_duration
 from .listtype import _map_list_correlator
 from .prune import _META_FIELDS
 from .tree import _Node, _Rule

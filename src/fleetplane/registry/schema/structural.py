@@ -11,9 +11,9 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, forbidden, invalid, required
 
+from ...apimachinery.goregex import _regex_error
 from ...apimachinery.jsonvalue import MISSING
 from .fieldpath import _key
-from .regex import _regex_error
 
 
 def _is_int_or_string_any_of(anyof: Any) -> bool:

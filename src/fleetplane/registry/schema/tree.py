@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...apimachinery.cel import _compile_cel, _Program, _projection, escape_cel_property
+from ...apimachinery.formats import _SUPPORTED_FORMATS
 from ...apimachinery.jsonvalue import MISSING
-from .cel import _compile_cel, _Program, _projection, escape_cel_property
-from .formats import _SUPPORTED_FORMATS
 
 _ADD_NONE, _ADD_SCHEMA, _ADD_TRUE, _ADD_FALSE = 0, 1, 2, 3
 

@@ -12,7 +12,9 @@ from typing import Any
 
 from fleetplane.apimachinery.errors import FieldError, invalid, not_supported, required
 
+from ...apimachinery.formats import _FORMAT_CHECKS
 from ...apimachinery.gofmt import bad_value, format_float, go_quote, json_text
+from ...apimachinery.goregex import _go_regex, _RegexError
 from ...apimachinery.jsonvalue import MISSING, deep_equal, deep_key, json_equal
 from ...apimachinery.validation import dns1035_label_errors
 from .fieldpath import (
@@ -26,9 +28,7 @@ from .fieldpath import (
     _too_many,
     _type_invalid,
 )
-from .formats import _FORMAT_CHECKS
 from .listtype import _correlator, _non_unique, _validate_list_map
-from .regex import _go_regex, _RegexError
 from .tree import _ADD_FALSE, _ADD_SCHEMA, _Node
 
 

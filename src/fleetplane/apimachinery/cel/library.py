@@ -13,12 +13,12 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from ...apimachinery.gofmt import format_float, go_quote
-from ...apimachinery.jsonvalue import json_equal
-from ...apimachinery.quantity import Quantity, QuantityError
-from .celengine import _cel, _cel_stdlib
-from .formats import _is_cidr, _is_ip, _is_uri
-from .regex import _go_regex, _RE2Fallback
+from ..formats import _is_cidr, _is_ip, _is_uri
+from ..gofmt import format_float, go_quote
+from ..goregex import _go_regex, _RE2Fallback
+from ..jsonvalue import json_equal
+from ..quantity import Quantity, QuantityError
+from .engine import _cel, _cel_stdlib
 
 
 class _CELError(ValueError):
@@ -296,7 +296,7 @@ _FORMAT_PREFIX = "\x00format:"
 @cache
 def _format_checks() -> dict[str, Callable[[str], list[str]]]:
     """The named formats of k8s.io/apiserver/pkg/cel/library/format.go, as error lists."""
-    from ...apimachinery import validation as v
+    from .. import validation as v
 
     def one(check: Callable[[str], str | None]) -> Callable[[str], list[str]]:
         return lambda s: [err] if (err := check(s)) is not None else []

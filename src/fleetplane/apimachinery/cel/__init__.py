@@ -12,8 +12,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .celengine import _cel
-from .cellib import _CEL_LIBRARY, _rewrite_size_calls
+from .engine import _cel
+from .library import _CEL_LIBRARY, _rewrite_size_calls
 
 _CEL_NAMESPACES = frozenset(name.split(".", 1)[0] for name in _CEL_LIBRARY if "." in name) | {"optional"}
 _CEL_LIBRARY_SHORT_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _CEL_LIBRARY)

@@ -11,7 +11,7 @@ import threading
 import warnings
 from typing import Any
 
-from .celengine import _cel
+from .cel.engine import _cel
 
 _POSIX_CLASSES = {
     "alnum": "0-9A-Za-z",

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Callable
 
-from ...apimachinery.gofmt import is_go_base64
+from .gofmt import is_go_base64
 
 # Formats validated for CRDs (apiextensions validation/formats.go), normalized without "-".
 # Everything else (int32, int64, float, double, quantity, ...) is stripped, i.e. not validated.
