@@ -189,15 +189,16 @@ def test_pause_resume_approval_and_abort(fleet: Fleet, tmp_path: Any) -> None:
     assert any(r == "RolloutAborted" for r, _ in reasons(f, "gate"))
 
 
-def test_invalid_rollout_policies_are_explained_on_the_parent(fleet: Fleet) -> None:
+def test_invalid_rollout_policies_are_refused_on_write_with_field_paths(fleet: Fleet) -> None:
     f = fleet
     f.profile("a")
-    f.apply(deployment("bad", 2, policy(stages=[{"clusters": ["a"]}, {"percent": 0}], progressDeadline="soon")))
-    c = wait_for(lambda: (x := f.conditions("bad").get("Placement")) and x["status"] == "False" and x, 15,
-                 what="Placement=False")
-    assert c["reason"] == "InvalidPlacement"
-    assert "placement.fleetplane.io/policy.rollout.stages[1].percent: must be 1..100, not 0" in c["message"], c
-    assert 'placement.fleetplane.io/policy.rollout.progressDeadline: must be a duration' in c["message"], c
+    bad = deployment("bad", 2, policy(stages=[{"clusters": ["a"]}, {"percent": 0}], progressDeadline="soon"))
+    out = f.kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.code != 0 and 'The Deployment "bad" is invalid' in out.err, out
+    where = "metadata.annotations[placement.fleetplane.io/policy].rollout"
+    assert f"{where}.stages[1].percent: Invalid value: must be 1..100, not 0" in out.err, out.err
+    assert f"{where}.progressDeadline: Invalid value: must be a duration" in out.err, out.err
+    assert f.kubectl("get", "deployment", "bad", check=False).code != 0  # nothing half-written
 
 
 def test_kubectl_133_follows_the_stages_too(fleet: Fleet) -> None:
