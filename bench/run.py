@@ -275,6 +275,10 @@ def render(r: dict, machine: str, when: str) -> str:
         from . import commit as commit_bench
 
         lines += ["", *commit_bench.render(r["commit"])]
+    if "rollout" in r:
+        from . import rollout as rollout_bench
+
+        lines += ["", *rollout_bench.render(r["rollout"])]
     return "\n".join(lines) + "\n"
 
 
@@ -360,6 +364,10 @@ def collect(quick: bool, only: set[str] | None) -> dict:
         from . import commit as commit_bench
 
         results["commit"] = asyncio.run(commit_bench.run(rounds=3 if quick else 5))
+    if want("rollout"):
+        from . import rollout as rollout_bench
+
+        results["rollout"] = rollout_bench.run(10, 1 if quick else 3)
     return results
 
 
