@@ -307,3 +307,47 @@ def test_a_daemonset_rollout_stage_by_stage_and_kubectl_undo(fleet: Fleet) -> No
     wait_for(lambda: run_ds() == dict.fromkeys("ab", "nginx:1.27"), 30, interval=0.2, what="agent back at nginx:1.27")
     st = json.loads(f.obj("daemonsets", "agent")["metadata"]["annotations"]["rollout.fleetplane.io/state"])
     assert st["reverse"] is True and st["number"] == 3, st
+
+
+def test_a_cluster_daemonset_rolls_out_stage_by_stage(fleet: Fleet) -> None:
+    """A ClusterDaemonSet takes the same ``rollout`` key in ``spec.placement``. (No revision
+    history: kubectl has no rollout verbs for it; ``fleetplane rollout`` covers it.)"""
+    f = fleet
+    for c in ("a", "b"):
+        f.profile(c)
+    cds = {"apiVersion": "fleet.fleetplane.io/v1alpha1", "kind": "ClusterDaemonSet",
+           "metadata": {"name": "node-agent", "namespace": "default"},
+           "spec": {"replicasPerCluster": 1, "selector": {"matchLabels": {"app": "node-agent"}},
+                    "template": {"metadata": {"labels": {"app": "node-agent"}},
+                                 "spec": {"containers": [{"name": "agent", "image": "busybox:1"}]}},
+                    "placement": {"rollout": {"stages": [{"clusters": ["a"]}, {}], "minSuccessTime": "1s"}}}}
+    f.apply(cds)
+
+    def play() -> dict[str, str]:
+        kids = f.kids("deployments", "node-agent")
+        for child in kids.values():
+            st = child.get("status") or {}
+            if st.get("observedGeneration") != child["metadata"].get("generation"):
+                f.set_child_status(child)
+        return {c: image_of(o) for c, o in kids.items()}
+
+    def cds_state() -> dict:
+        code, body = f.api("GET", "/apis/fleet.fleetplane.io/v1alpha1/namespaces/default/clusterdaemonsets/node-agent")
+        raw = (body.get("metadata", {}).get("annotations") or {}).get("rollout.fleetplane.io/state") if code == 200 else None
+        return json.loads(raw) if raw else {}
+
+    wait_for(lambda: play() == dict.fromkeys("ab", "busybox:1") and cds_state().get("phase") == "Complete", 30,
+             interval=0.2, what=f"node-agent's first revision everywhere (state {cds_state()})")
+    f.kubectl("patch", "clusterdaemonset/node-agent", "--type=merge", "-p", json.dumps(
+        {"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "busybox:2"}]}}}}))
+    first: dict[str, int] = {}  # cluster -> the poll in which its child first carried busybox:2
+    polls = iter(range(10**6))
+
+    def progress() -> bool:
+        imgs, n = play(), next(polls)
+        for c, img in imgs.items():
+            if img == "busybox:2":
+                first.setdefault(c, n)
+        return set(imgs.values()) == {"busybox:2"} and cds_state().get("phase") == "Complete"
+    wait_for(progress, 40, interval=0.2, what=f"node-agent at busybox:2 (first {first}, state {cds_state()})")
+    assert first["a"] < first["b"], first  # b released only after a was done (1 s Available)
