@@ -93,7 +93,14 @@ class Hub:
 
     def cli_args(self) -> list[str]:
         """What to run through the ``fleetplane`` CLI (``--data-dir`` and ``--port`` follow)."""
-        return ["start", *self.extra]
+        return ["start", *self.controllers_mode(), *self.extra]
+
+    def controllers_mode(self) -> list[str]:
+        """Test hubs run their controllers in the server's process (one process per hub: the
+        suite's start-up CPU halved) unless a test says otherwise; `fleetplane start`'s own
+        default, a separate controller-manager, is tested in tests/hub/test_controller_manager.py
+        and played end to end by `make demo` (tests/test_demo.py)."""
+        return [] if any(a.startswith("--controllers") for a in self.extra) else ["--controllers=in-process"]
 
     def command(self, cli: list[str]) -> list[str]:
         """The whole command line: the CLI's (``cli``) unless a test runs a server script of its own."""

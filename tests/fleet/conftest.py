@@ -42,7 +42,7 @@ class FleetHub(Hub):
 
     def cli_args(self) -> list[str]:
         flags = [x for flag, value in CONTROLLER_FLAGS.items() for x in (flag, value)]
-        return ["start", *flags, *self.extra]  # a test's own flags come later, so they win
+        return ["start", *self.controllers_mode(), *flags, *self.extra]  # a test's own flags come later, so they win
 
 
 class PhysicalCluster:

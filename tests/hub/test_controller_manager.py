@@ -105,7 +105,7 @@ def hub_metrics(hub: Hub) -> str:
 
 @pytest.fixture
 def started(tmp_path: Path):
-    hub = Hub(tmp_path / "hub").start()
+    hub = Hub(tmp_path / "hub", extra=["--controllers=separate"]).start()
     try:
         yield hub
     finally:
@@ -207,7 +207,7 @@ def test_the_controller_managers_connections_count_against_the_servers_cap(tmp_p
     """As kube-controller-manager's to kube-apiserver: it is a client like any other (only
     system:masters is exempt, from flow control, not from connection limits)."""
     cap = 80
-    hub = Hub(tmp_path / "capped", extra=["--max-connections", str(cap)]).start()
+    hub = Hub(tmp_path / "capped", extra=["--controllers=separate", "--max-connections", str(cap)]).start()
     held: list[socket.socket] = []
     try:
         pid = wait_for(lambda: controller_manager(hub), 60, what="the controller-manager process")
