@@ -610,6 +610,15 @@ def _selector_keys(selector: Any) -> set[str]:
     return keys
 
 
+def _selector_clash(o: Override, selector_keys: set[str]) -> str | None:
+    """The error of a rule that would change a label the parent's selector uses, if it does."""
+    clash = sorted(selector_keys & set(o.labels))
+    if not clash:
+        return None
+    return (f"overrides[{o.index}].labels[{clash[0]}]: Forbidden: spec.selector uses this label: "
+            "a child's pod template must keep the parent's selector labels")
+
+
 def apply(spec: Mapping[str, Any], labels: Mapping[str, str], annotations: Mapping[str, str],
           rules: Iterable[Override]) -> Applied:
     """The child of one cluster: ``spec`` (built by ``WorkloadKind.child_spec``), ``labels`` and
@@ -629,10 +638,9 @@ def apply(spec: Mapping[str, Any], labels: Mapping[str, str], annotations: Mappi
             lines.append(f"maxReplicas {o.max_replicas} ({o.ref})")
         if not o.changes_child:
             continue
-        clash = sorted(keys & set(o.labels))
+        clash = _selector_clash(o, keys)
         if clash:
-            errors.append(f"overrides[{o.index}].labels[{clash[0]}]: Forbidden: spec.selector uses this label: "
-                          "a child's pod template must keep the parent's selector labels")
+            errors.append(clash)
             continue
         try:
             doc = _apply_rule(doc, o, lines)
@@ -668,10 +676,9 @@ def check_against(overrides: Sequence[Override], spec: Mapping[str, Any], labels
     for o in overrides:
         if not o.changes_child:
             continue
-        clash = sorted(keys & set(o.labels))
+        clash = _selector_clash(o, keys)
         if clash:
-            errors.append(f"overrides[{o.index}].labels[{clash[0]}]: Forbidden: spec.selector uses this label: "
-                          "a child's pod template must keep the parent's selector labels")
+            errors.append(clash)
             continue
         try:
             after = _apply_rule(doc, o, [])
