@@ -29,7 +29,6 @@ import ssl
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.hub import HubProcess
+from bench.hub import HubProcess, MinimalProcess
 from fleetplane.lab import Process
 
 CONTROLLERS_OFF = ("--no-cluster-controller", "--no-splitter", "--no-service-controller", "--no-hpa-controller",
@@ -158,24 +157,6 @@ DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 LISTED = "/api/v1/namespaces/hundred/configmaps"
 OPS = {"cm-create": ("ConfigMap create", 1.0), "deploy-create": ("Deployment create", 0.5), "get": ("ConfigMap get", 1.0),
        "list": ("list of 100", 0.1)}
-
-
-class MinimalProcess(Process):
-    """``python -m bench.minimal_server`` (H7's baseline: uvicorn+uvloop+httptools over TLS,
-    decode, durable write through SQLiteStore, reads from memory) on a data directory of its own."""
-
-    def __init__(self) -> None:
-        super().__init__("minimal", [], Path(tempfile.mkdtemp(prefix="fleetplane-minimal-")))
-        self.start(timeout=30, interval=0.01)
-
-    @property
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "bench.minimal_server", "--port", str(self.port), "--data", str(self.data_dir)]
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
-        code = super().stop(sig, timeout)
-        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
-        return code
 
 
 def session_for(proc: Process, limit: int) -> aiohttp.ClientSession:

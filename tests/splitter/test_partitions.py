@@ -20,9 +20,8 @@ import pytest
 
 from ..harness import wait_for
 from ..scale.replicas import Watch
-from .conftest import SplitHub
 from .fixtures import deployment
-from .world import World
+from .world import World, joined
 
 UNHEALTHY_GRACE = 4.0
 REJOIN_GRACE = 15.0
@@ -33,21 +32,10 @@ EVEN = {"east": 4, "west": 4, "north": 4}
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    tmp = tmp_path_factory.mktemp("partitions")
-    hub = SplitHub(tmp / "hub", extra=[
-        "--cluster-controller", "--failure-threshold", str(FAILURE_THRESHOLD), "--request-timeout", "3",
-        "--unhealthy-grace", str(UNHEALTHY_GRACE), "--rejoin-grace", str(REJOIN_GRACE), "--join-grace", "0"]).start()
-    w = World(hub, tmp)
-    try:
-        for name in ("east", "west", "north"):
-            w.join(name)
+    with joined(tmp_path_factory.mktemp("partitions"), ("east", "west", "north"), [
+            "--failure-threshold", str(FAILURE_THRESHOLD), "--request-timeout", "3", "--unhealthy-grace",
+            str(UNHEALTHY_GRACE), "--rejoin-grace", str(REJOIN_GRACE), "--join-grace", "0"]) as w:
         yield w
-    finally:
-        for c in w.clusters.values():
-            if c.proc is not None and c.proc.poll() is None:
-                c.proc.send_signal(signal.SIGCONT)
-                c.stop(signal.SIGTERM)
-        hub.stop()
 
 
 @dataclass

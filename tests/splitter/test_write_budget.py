@@ -9,16 +9,14 @@ PlacementDecision publisher, and three simulated clusters."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Iterator
 
 import pytest
 
 from ..harness import wait_for
-from .conftest import SplitHub
 from .fixtures import deployment
-from .world import World
+from .world import World, joined
 from .writecount import WriteCounter, dump
 
 N = 4
@@ -28,17 +26,8 @@ BUDGET = 9
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    tmp = tmp_path_factory.mktemp("writes")
-    hub = SplitHub(tmp / "hub", extra=["--cluster-controller"]).start()
-    w = World(hub, tmp)
-    try:
-        for name in ("east", "west", "north"):
-            w.join(name)
+    with joined(tmp_path_factory.mktemp("writes"), ("east", "west", "north")) as w:
         yield w
-    finally:
-        for c in w.clusters.values():
-            c.stop(signal.SIGTERM)
-        hub.stop()
 
 
 def _ready(world: World, name: str) -> bool:

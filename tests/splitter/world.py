@@ -4,6 +4,9 @@ scheduler, kubelets): what the end-to-end splitter tests share."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..fleet.conftest import PhysicalCluster
@@ -43,3 +46,21 @@ class World:
         return wait_for(lambda: (s := self.status(name)).get("readyReplicas") == n and s.get("availableReplicas") == n
                         and s.get("replicas") == n and s, timeout, interval=0.2,
                         what=f"{name} {n}/{n} ready (now {self.status(name)}, split {self.fleet.split(name)})")
+
+
+@contextlib.contextmanager
+def joined(tmp: Path, clusters: Sequence[str], extra: Sequence[str] = ()) -> Iterator[World]:
+    """A hub with the Cluster controller (and ``extra`` flags) with ``clusters`` joined; every
+    process stopped afterwards (a cluster a test left frozen is thawed first)."""
+    hub = SplitHub(tmp / "hub", extra=["--cluster-controller", *extra]).start()
+    w = World(hub, tmp)
+    try:
+        for name in clusters:
+            w.join(name)
+        yield w
+    finally:
+        for c in w.clusters.values():
+            if c.proc is not None and c.proc.poll() is None:
+                c.proc.send_signal(signal.SIGCONT)
+            c.stop(signal.SIGTERM)
+        hub.stop()
