@@ -4,6 +4,7 @@ transaction of a few multi-row statements and still apply one after another, in 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from fleetplane.storage.interface import EventType, KeyExistsError, KeyNotFoundError, RevisionMismatchError
@@ -64,5 +65,70 @@ async def test_a_large_batch_spans_several_statements(tmp_path: Path) -> None:
         revs2 = await asyncio.gather(*(store.delete(kv.key, kv.mod_revision) for kv in kvs))
         assert sorted(revs2) == list(range(301, 601))
         assert (await store.range("/big/r/c/"))[0] == []
+    finally:
+        await store.close()
+
+
+async def test_the_writer_process_restarts_and_watchers_miss_nothing(tmp_path: Path) -> None:
+    """The writer is a process of its own; if it dies, the next write starts another, and a watch
+    gets every committed change in order, including any the dead writer committed unanswered."""
+    store = SQLiteStore(tmp_path / "db")
+    await store.start()
+    try:
+        first = await store.create("/o/r/c/a", b"1")
+        seen: list[tuple[str, int]] = []
+
+        async def watch() -> None:
+            async for ev in store.watch("/o/r/c/", first + 1):
+                seen.append((ev.key, ev.revision))
+                if len(seen) == 2:
+                    return
+
+        watcher = asyncio.create_task(watch())
+        old = store._writer
+        assert old is not None and old.returncode is None
+        old.kill()
+        assert await asyncio.wait_for(old.wait(), 10) != 0
+        # the answer of a write sent to the dead writer is unknown; the next starts a new writer
+        second = await asyncio.wait_for(store.create("/o/r/c/b", b"2"), 10)
+        third = await store.update("/o/r/c/a", b"1b", first)
+        assert store._writer is not old and second < third
+        await asyncio.wait_for(watcher, 10)
+        assert seen == [("/o/r/c/b", second), ("/o/r/c/a", third)]
+        assert await store.current_revision() == third
+    finally:
+        await store.close()
+    assert store._writer is not None and store._writer.returncode == 0  # closed cleanly
+
+
+async def test_commits_keep_their_pace_while_the_event_loop_is_busy(tmp_path: Path) -> None:
+    """The writer does not share the hub's interpreter lock: a loop that never lets go of it
+    between writes does not stretch the commits the writer reports."""
+    store = SQLiteStore(tmp_path / "db")
+    times: list[float] = []
+    store.on_commit = lambda writes, seconds: times.append(seconds)
+    await store.start()
+    try:
+        quiet = [await store.create(f"/q/r/c/{i}", b"x" * 300) for i in range(20)]
+        assert len(quiet) == 20
+        quiet_mean = sum(times) / len(times)
+        times.clear()
+        stop = False
+
+        def spin() -> None:  # CPU-bound Python on the loop, as a loaded hub is
+            end = time.perf_counter() + 0.002
+            while time.perf_counter() < end:
+                pass
+            if not stop:
+                asyncio.get_running_loop().call_soon(spin)
+
+        spin()
+        try:
+            for i in range(20):
+                await store.create(f"/b/r/c/{i}", b"x" * 300)
+        finally:
+            stop = True
+        busy_mean = sum(times) / len(times)
+        assert busy_mean < max(3 * quiet_mean, quiet_mean + 0.002), (busy_mean, quiet_mean)
     finally:
         await store.close()

@@ -138,7 +138,7 @@ def verb_of(req: Request, info: RequestInfo | None) -> str:
 
 class StoreMetrics:
     """The embedded store's group commits (storage/sqlite.py): how long each takes and how many
-    writes it carries, observed from the writer thread (prometheus_client is thread-safe)."""
+    writes it carries, as the writer process reports them (the time is the writer's own)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.duration = Histogram("fleetplane_storage_commit_duration_seconds",

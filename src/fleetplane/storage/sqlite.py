@@ -1,25 +1,28 @@
 """The embedded default backend: SQLite in WAL mode, durable on commit.
 
-One writer thread owns the write connection and commits writes in groups: whatever is queued
-when a transaction starts goes into it, so one fsync covers many writes under load while a
-lone write still commits at once. Every write appends to a ``log`` table that is the change
-stream's history (kept until compaction); the newest state is in ``kv`` for fast gets and
-prefix ranges. Reads use their own connections and never wait for the writer.
+Writes go to a writer process of the store's own (storage/sqlite_writer.py), which owns the write
+connection and commits them in groups: whatever has arrived when a transaction starts goes into
+it, so one fsync covers many writes under load while a lone write still commits at once. The
+writer has its own interpreter lock, so a busy event loop does not slow its commits. Every write
+appends to a ``log`` table that is the change stream's history (kept until compaction); the
+newest state is in ``kv`` for fast gets and prefix ranges. Reads use their own connections, in
+threads of the hub, and never wait for the writer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import queue
+import pickle
+import socket
 import sqlite3
+import sys
 import threading
-import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
+from . import sqlite_writer as wire
 from .interface import (
     CompactedError,
     Event,
@@ -31,72 +34,12 @@ from .interface import (
     UnavailableError,
 )
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (
-  key TEXT PRIMARY KEY,
-  value BLOB NOT NULL,
-  create_rev INTEGER NOT NULL,
-  mod_rev INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS log (
-  rev INTEGER PRIMARY KEY,
-  key TEXT NOT NULL,
-  deleted INTEGER NOT NULL,
-  value BLOB NOT NULL,
-  create_rev INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('rev', 0), ('compacted', 0);
-"""
-
-_MAX_BATCH = 512
-
-#: rows per multi-row statement (at most 5 values each, far under SQLite's 32,766 variables);
-#: the statements of every size up to it fit the connection's statement cache
-_CHUNK = 64
-_META_SQL = "UPDATE meta SET value = CASE name WHEN 'rev' THEN ?1 ELSE ?2 END WHERE name IN ('rev', 'compacted')"
-
-_T = TypeVar("_T")
-
-
-def _chunks(items: list[_T]) -> list[list[_T]]:
-    return [items[i:i + _CHUNK] for i in range(0, len(items), _CHUNK)]
-
-
-@functools.cache
-def _select_sql(n: int) -> str:
-    return f"SELECT key, create_rev, mod_rev, value FROM kv WHERE key IN ({','.join('?' * n)})"
-
-
-@functools.cache
-def _delete_sql(n: int) -> str:
-    return f"DELETE FROM kv WHERE key IN ({','.join('?' * n)})"
-
-
-@functools.cache
-def _upsert_sql(n: int) -> str:
-    return ("INSERT INTO kv (key, value, create_rev, mod_rev) VALUES " + ",".join(["(?,?,?,?)"] * n)
-            + " ON CONFLICT(key) DO UPDATE SET value=excluded.value, create_rev=excluded.create_rev,"
-              " mod_rev=excluded.mod_rev")
-
-
-@functools.cache
-def _log_sql(n: int) -> str:
-    return "INSERT INTO log (rev, key, deleted, value, create_rev) VALUES " + ",".join(["(?,?,?,?,?)"] * n)
-
-
-@dataclass
-class _Op:
-    kind: str  # create | update | delete | compact
-    key: str
-    value: bytes = b""
-    expected: int = 0
-    future: asyncio.Future[int] | None = None  # set by _submit, before the op is queued
+_Pending = tuple[list[wire.Op], list["asyncio.Future[int]"]]
 
 
 def _prefix_end(prefix: str) -> str:
     """The smallest string greater than every string starting with ``prefix``."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else "\U0010ffff"
 
 
 class SQLiteStore:
@@ -107,50 +50,61 @@ class SQLiteStore:
         self.synchronous = synchronous
         self._rev = 0
         self._compacted = 0
-        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
-        self._writer: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: list[_Subscriber] = []
         self._local = threading.local()
         self._closed = False
-        #: called from the writer thread after each group commit with (writes, seconds): metrics
+        #: called after each group commit with (writes, seconds the writer took): metrics
         self.on_commit: Callable[[int, float], None] | None = None
-        self._started = 0.0  # the current group commit's start (writer thread)
+        self._writer: asyncio.subprocess.Process | None = None
+        self._sock: socket.socket | None = None
+        self._out: asyncio.StreamWriter | None = None
+        self._replies: asyncio.Task[None] | None = None
+        self._spawning: asyncio.Lock | None = None
+        self._unsent: _Pending = ([], [])  # writes of this loop iteration, sent together
+        self._inflight: deque[_Pending] = deque()  # sent, in order, awaiting the writer's answer
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        conn = self._connect()
-        conn.executescript(_SCHEMA)
-        conn.commit()
-        self._rev = conn.execute("SELECT value FROM meta WHERE name='rev'").fetchone()[0]
-        self._compacted = conn.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()[0]
-        self._writer = threading.Thread(target=self._write_loop, args=(conn,), name="sqlite-writer", daemon=True)
-        self._writer.start()
+        self._spawning = asyncio.Lock()
+        self._rev, self._compacted = await self._spawn()
+
+    async def _spawn(self) -> tuple[int, int]:
+        """Start the writer process; its hello is the store's (revision, compacted revision)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with theirs:
+            self._writer = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-S", wire.__file__, self.path, self.synchronous,
+                stdin=theirs.fileno(), stdout=asyncio.subprocess.DEVNULL)
+        reader, self._out = await asyncio.open_unix_connection(sock=ours, limit=1 << 24)
+        self._sock = ours
+        try:
+            revision, compacted = await self._read_frame(reader)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise UnavailableError(f"sqlite writer for {self.path} did not start") from exc
+        self._replies = asyncio.create_task(self._read_replies(reader), name="sqlite-writer-replies")
+        return int(revision), int(compacted)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._queue.put(None)
-        if self._writer:
-            await asyncio.to_thread(self._writer.join)
+        self._send()
+        if self._out is not None:
+            self._out.write_eof()  # the writer answers what it has, then exits
+        if self._replies is not None:
+            await self._replies
+        if self._writer is not None:
+            await self._writer.wait()
         for sub in list(self._subscribers):
             sub.close()
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30,
-                               cached_statements=512)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
 
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = self._connect()
+            conn = self._local.conn = wire.connect(self.path, self.synchronous)
         return conn
 
     # -- reads -------------------------------------------------------------------------------
@@ -188,145 +142,113 @@ class SQLiteStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    async def _submit(self, op: _Op) -> int:
+    async def _submit(self, op: wire.Op) -> int:
         if self._closed:
             raise UnavailableError("store is closed")
-        assert self._loop is not None
+        assert self._loop is not None and self._spawning is not None
+        if self._replies is None or self._replies.done():
+            async with self._spawning:  # the writer died: start another, catch watchers up
+                if self._replies is None or self._replies.done():
+                    await self._respawn()
         future: asyncio.Future[int] = self._loop.create_future()
-        op.future = future
-        self._queue.put(op)
+        ops, futures = self._unsent
+        if not ops:
+            self._loop.call_soon(self._send)
+        ops.append(op)
+        futures.append(future)
         return await future
 
+    def _send(self) -> None:
+        """One frame for every write submitted in this loop iteration."""
+        ops, futures = self._unsent
+        if not ops:
+            return
+        self._unsent = ([], [])
+        if self._out is None or self._replies is None or self._replies.done():
+            _fail(futures, UnavailableError("sqlite writer is not running"))
+            return
+        self._inflight.append((ops, futures))
+        self._out.write(wire.frame(ops))
+
     async def create(self, key: str, value: bytes) -> int:
-        return await self._submit(_Op("create", key, value))
+        return await self._submit(("create", key, value, 0))
 
     async def update(self, key: str, value: bytes, expected_revision: int) -> int:
-        return await self._submit(_Op("update", key, value, expected_revision))
+        return await self._submit(("update", key, value, expected_revision))
 
     async def delete(self, key: str, expected_revision: int) -> int:
-        return await self._submit(_Op("delete", key, b"", expected_revision))
+        return await self._submit(("delete", key, b"", expected_revision))
 
     async def compact(self, revision: int) -> None:
-        await self._submit(_Op("compact", "", b"", revision))
+        await self._submit(("compact", "", b"", revision))
 
-    def _write_loop(self, conn: sqlite3.Connection) -> None:
-        while True:
-            op = self._queue.get()
-            if op is None:
-                break
-            batch = [op]
-            stop = False
-            while len(batch) < _MAX_BATCH:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            self._started = time.perf_counter()
-            self._commit_batch(conn, batch)
-            if stop:
-                break
-        conn.close()
+    @staticmethod
+    async def _read_frame(reader: asyncio.StreamReader) -> Any:
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        return pickle.loads(await reader.readexactly(size))
 
-    def _commit_batch(self, conn: sqlite3.Connection, batch: list[_Op]) -> None:
-        """Commit ``batch`` in one transaction of a few statements, whatever its size: the ops run
-        in order against the rows they touch, read in one query, and what they leave is written
-        with multi-row statements. Every statement lets go of the interpreter lock and takes it
-        back; inside a busy hub each retake waits for the event loop, so the number of statements,
-        not of writes, is what a group commit costs there (docs/scaling.md "Group commits")."""
-        results: list[int | Exception] = []
-        events: list[Event] = []
-        rev = self._rev
-        compacted = self._compacted
+    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+        """Answer each write as its commit is reported, until the writer exits."""
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            keys = list({op.key: None for op in batch if op.kind != "compact"})
-            rows: dict[str, tuple[int, int, bytes] | None] = dict.fromkeys(keys)
-            for chunk in _chunks(keys):
-                for key, create_rev, mod_rev, value in conn.execute(_select_sql(len(chunk)), chunk):
-                    rows[key] = (create_rev, mod_rev, value)
-            log: list[tuple[int, str, int, bytes, int]] = []  # rev, key, deleted, value, create_rev
-            for op in batch:
-                if op.kind == "compact":
-                    if op.expected > compacted:
-                        conn.execute("DELETE FROM log WHERE rev < ?", (op.expected,))
-                        compacted = op.expected
-                    results.append(compacted)
-                    continue
-                row = rows[op.key]
-                if op.kind == "create":
-                    if row is not None:
-                        results.append(KeyExistsError(op.key))
+            while True:
+                groups, rev, compacted, seconds = await self._read_frame(reader)
+                self._rev, self._compacted = rev, compacted
+                sent = [self._inflight.popleft() for _ in groups]
+                if self.on_commit is not None:
+                    self.on_commit(sum(len(ops) for ops, _ in sent), seconds)
+                answers = [self._answer(op, res) for (ops, _), results in zip(sent, groups, strict=True)
+                           for op, res in zip(ops, results, strict=True)]
+                events = [a for a in answers if isinstance(a, Event)]
+                if events:  # before the writers hear back, so the watch cache has seen each write
+                    for sub in list(self._subscribers):
+                        sub.push(events)
+                futures = [f for _, fs in sent for f in fs]
+                for future, answer in zip(futures, answers, strict=True):
+                    if future.done():
                         continue
-                    rev += 1
-                    rows[op.key] = (rev, rev, op.value)
-                    log.append((rev, op.key, 0, op.value, rev))
-                    events.append(Event(EventType.PUT, op.key, op.value, rev, rev))
-                elif row is None:
-                    results.append(KeyNotFoundError(op.key))
-                    continue
-                elif row[1] != op.expected:
-                    results.append(RevisionMismatchError(op.key, KeyValue(op.key, row[2], row[0], row[1])))
-                    continue
-                elif op.kind == "update":
-                    rev += 1
-                    rows[op.key] = (row[0], rev, op.value)
-                    log.append((rev, op.key, 0, op.value, row[0]))
-                    events.append(Event(EventType.PUT, op.key, op.value, rev, row[0]))
-                else:
-                    rev += 1
-                    rows[op.key] = None
-                    log.append((rev, op.key, 1, row[2], row[0]))
-                    events.append(Event(EventType.DELETE, op.key, row[2], rev, row[0]))
-                results.append(rev)
-            if log:
-                touched = list({entry[1]: None for entry in log})
-                gone = [k for k in touched if rows[k] is None]
-                live = [(k, *r) for k in touched if (r := rows[k]) is not None]
-                for chunk in _chunks(gone):
-                    conn.execute(_delete_sql(len(chunk)), chunk)
-                for kchunk in _chunks(live):
-                    conn.execute(_upsert_sql(len(kchunk)), [v for k, c, m, val in kchunk for v in (k, val, c, m)])
-                for lchunk in _chunks(log):
-                    conn.execute(_log_sql(len(lchunk)), [v for e in lchunk for v in e])
-            conn.execute(_META_SQL, (rev, compacted))
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            err = UnavailableError(f"sqlite write failed: {exc}")
-            self._finish(batch, [err] * len(batch), [])
-            return
-        self._rev = rev
-        self._compacted = compacted
-        self._finish(batch, results, events)
+                    if isinstance(answer, Exception):
+                        future.set_exception(answer)
+                    else:
+                        future.set_result(answer.revision if isinstance(answer, Event) else answer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            error = UnavailableError("sqlite writer exited; the write's outcome is unknown")
+            while self._inflight:
+                _fail(self._inflight.popleft()[1], error)
+            if self._out is not None:
+                self._out.close()
 
-    def _finish(self, batch: list[_Op], results: list[int | Exception], events: list[Event]) -> None:
-        loop = self._loop
-        assert loop is not None
-        if self.on_commit is not None:  # before the writers hear back
-            self.on_commit(len(batch), time.perf_counter() - self._started)
+    @staticmethod
+    def _answer(op: wire.Op, result: wire.Result) -> Event | Exception | int:
+        kind, key, value, _ = op
+        code, rev, create_rev, old = result
+        if code == wire.OK:
+            if kind == "compact":
+                return rev
+            if kind == "delete":
+                return Event(EventType.DELETE, key, old, rev, create_rev)
+            return Event(EventType.PUT, key, value, rev, create_rev)
+        if code == wire.EXISTS:
+            return KeyExistsError(key)
+        if code == wire.NOT_FOUND:
+            return KeyNotFoundError(key)
+        if code == wire.MISMATCH:
+            return RevisionMismatchError(key, KeyValue(key, old, create_rev, rev))
+        return UnavailableError(old.decode())
 
-        def deliver() -> None:
-            # Events first, so that the watch cache has seen a write before its writer hears back.
-            if events:
-                for sub in list(self._subscribers):
-                    sub.push(events)
-            for op, res in zip(batch, results, strict=True):
-                assert op.future is not None  # every queued op was _submit's
-                if op.future.done():
-                    continue
-                if isinstance(res, Exception):
-                    op.future.set_exception(res)
-                else:
-                    op.future.set_result(res)
-
-        loop.call_soon_threadsafe(deliver)
+    async def _respawn(self) -> None:
+        """A new writer after the last one died. What it committed without answering reaches the
+        watchers from the log, so the change stream has no gap."""
+        if self._writer is not None:
+            await self._writer.wait()
+        seen = self._rev
+        rev, self._compacted = await self._spawn()
+        if rev > seen:
+            missed = await asyncio.to_thread(self._history_sync, "", seen + 1, rev)
+            self._rev = rev
+            for sub in list(self._subscribers):
+                sub.push(missed)
 
     # -- watch -------------------------------------------------------------------------------
 
@@ -360,6 +282,12 @@ class SQLiteStore:
                         yield ev
         finally:
             self._subscribers.remove(sub)
+
+
+def _fail(futures: list[asyncio.Future[int]], error: Exception) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_exception(error)
 
 
 class _Subscriber:
