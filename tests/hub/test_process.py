@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import signal
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -69,6 +71,38 @@ def test_sigterm_ends_open_watches_and_exits_cleanly(tmp_path):
     assert hub.stop(signal.SIGTERM) == 0
     assert time.monotonic() - started < 5
     assert s.ended.wait(5)
+
+
+def test_sigterm_is_not_held_up_by_a_client_that_reopens_its_watch(tmp_path):
+    """A client that opens its watch again as soon as it ends, on the same keep-alive connection
+    (as client-go's reflector does), must not hold the shutdown open: a watch opened once the
+    hub is stopping ends as soon as it starts. (It used to wait for uvicorn's 3 s graceful
+    timeout: every simulated cluster a Syncer watched took over 3 s to stop.)"""
+    hub = Hub(tmp_path / "rewatch").start()
+    opened = threading.Event()
+    done = threading.Event()
+
+    def rewatch() -> None:
+        conn = http.client.HTTPSConnection("127.0.0.1", hub.port, context=hub.ssl_context(), timeout=30)
+        try:
+            while True:
+                conn.request("GET", "/api/v1/namespaces/default/configmaps?watch=true",
+                             headers={"Authorization": f"Bearer {hub.token}"})
+                resp = conn.getresponse()
+                opened.set()
+                resp.read()  # until the hub ends the watch
+        except (OSError, http.client.HTTPException):
+            pass  # the hub is gone
+        finally:
+            conn.close()
+            done.set()
+
+    threading.Thread(target=rewatch, daemon=True).start()
+    assert opened.wait(10)
+    started = time.monotonic()
+    assert hub.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - started < 2.5  # uvicorn's graceful timeout is 3 s
+    assert done.wait(5)
 
 
 def test_kubectl_through_the_dispatcher_picks_the_matching_minor(tmp_path):

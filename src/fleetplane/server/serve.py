@@ -202,7 +202,7 @@ class _Server(uvicorn.Server):
     def _exit(self, loop: asyncio.AbstractEventLoop, sig: int) -> None:
         for task in self.background_tasks:
             loop.call_soon_threadsafe(task.cancel)
-        loop.call_soon_threadsafe(self.app.registry.cache.stop_watchers)
+        loop.call_soon_threadsafe(self.app.registry.cache.shut_down)
         self.received.append(sig)
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: do not wait for open connections
@@ -475,10 +475,10 @@ class Hub:
         # the process: out of the collector's way, a full collection while a large object is
         # written walks only what came after, a shorter pause for every other request.
         gc.freeze()
-        # The store's writer thread takes the interpreter lock back after every fsync; with the
-        # default 5 ms switch interval a busy event loop keeps it that long, so a group commit
-        # took ~3x the raw store's time inside a loaded hub. At 0.5 ms the wait all but goes
-        # (docs/scaling.md "Group commits"), for a few more forced switches under contention.
+        # The store's reader threads take the interpreter lock back after every query; with the
+        # default 5 ms switch interval a busy event loop keeps it that long. At 0.5 ms the wait
+        # all but goes, for a few more forced switches under contention. (Writes no longer wait:
+        # the writer is a process of its own, docs/scaling.md "Group commits".)
         sys.setswitchinterval(SWITCH_INTERVAL)
         if isinstance(self.app.registry.storage, EncryptedStore):
             # Key rotation completes here: values written with an older key are re-encrypted.

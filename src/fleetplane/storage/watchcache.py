@@ -161,6 +161,8 @@ class Watcher:
         (shutdown, a relist, the store's watch breaking, or :meth:`stop`). Attach before the
         event loop runs anything else after :meth:`WatchCache.watch`, so no event is missed."""
         self.sink, self.on_stop = sink, on_stop
+        if self.closed:  # stopped before it was attached: the hub is shutting down
+            on_stop()
 
     def _scoped(self, o: CachedObject) -> bool:
         return (self.cluster is None or o.cluster == self.cluster) and (
@@ -297,6 +299,8 @@ class WatchCache:
         #: key -> (value, its object) of this replica's writes in flight (see :meth:`handing`)
         self._handed: dict[str, tuple[bytes, dict[str, Any]]] = {}
         self.ready = asyncio.Event()
+        #: the hub is shutting down: a watch opened from now on ends as soon as it starts
+        self.closing = False
 
     async def start(self) -> None:
         kvs, rev = await self.store.range("/")
@@ -330,8 +334,15 @@ class WatchCache:
                     await task
         self.stop_watchers()
 
+    def shut_down(self) -> None:
+        """End every open watch, and every watch opened after, for the server's shutdown: a client
+        whose watch ends reconnects at once, and would otherwise hold the server's graceful
+        shutdown open until its timeout with a watch it opened in the meantime."""
+        self.closing = True
+        self.stop_watchers()
+
     def stop_watchers(self) -> None:
-        """End every open watch (shutdown); clients resume elsewhere or after restart."""
+        """End every open watch (shutdown, a relist); clients resume elsewhere or after restart."""
         for rc in self.resources.values():
             for w in list(rc.watchers):
                 w.stop()
@@ -464,4 +475,6 @@ class WatchCache:
                 if ev.revision > since and (out := w.translate(ev)) is not None:
                     replay.append(out)
         rc.watchers.add(w)
+        if self.closing:
+            w.stop()
         return w, replay
