@@ -240,7 +240,7 @@ def wrk(target: Process, script: str, path: str, args: list[str], seconds: float
     (its process tree, from /proc) and of wrk itself (the reaped child's rusage), in µs; then
     the server's CPU until it is idle again (``after_cpu_us``: what its controllers did about
     the requests once answered), so the next run starts on an idle server."""
-    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency", "--timeout", "30s",
+    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:g}s", "--latency", "--timeout", "30s",
            "-s", str(WRK_DIR / script), "-H", f"Authorization: Bearer {target.token}",
            "-H", "Content-Type: application/json", target.url + path, "--", *args]
     assert target.pid is not None
