@@ -37,11 +37,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.hub import HubProcess, MinimalProcess
+from bench.hub import CONTROLLERS_OFF, HubProcess, MinimalProcess
 from fleetplane.lab import Process
 
-CONTROLLERS_OFF = ("--no-cluster-controller", "--no-splitter", "--no-service-controller", "--no-hpa-controller",
-                   "--no-cronjob-controller", "--no-placement-decisions")
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -67,8 +67,9 @@ def _render_api(api: dict, minimal: dict | None, raw: dict, naive: dict) -> list
             f"Load from `wrk` (C; {api.get('client', 'wrk')}, bearer token), {api.get('rounds', '?')} rounds"
             " alternating the hub (`fleetplane start`) and the minimal server (`bench/minimal_server.py`: uvicorn +"
             " uvloop + httptools with the hub's TLS setup, JSON decoded, uid and timestamp added, written durably"
-            " through SQLiteStore; gets and lists from memory), medians. CPU per request: the server's process"
-            " (utime + stime from /proc) and wrk's own, over the requests answered.", "",
+            " through SQLiteStore; gets and lists from memory), medians. CPU per request: the server's process and"
+            " its store writer (utime + stime from /proc; not the controller-manager process, a client of the API)"
+            " and wrk's own, over the requests answered.", "",
             "| operation | hub per second | minimal per second | ratio | hub CPU per request (µs) |"
             " minimal CPU per request (µs) | ratio | wrk CPU per request, hub / minimal (µs) |"
             " hub p50 / p99 (ms) | minimal p50 / p99 (ms) |",
@@ -83,10 +84,10 @@ def _render_api(api: dict, minimal: dict | None, raw: dict, naive: dict) -> list
             lines.append(f"| {label} | {api[op]:.0f} | {minimal[op]:.0f} | {_ratio(api[op], minimal[op])} |"
                          f" {cpu[op]:.0f} | {mcpu[op]:.0f} | {_ratio(cpu[op], mcpu[op])} | {wcpu[op]:.0f} / {mwcpu[op]:.0f} |"
                          f" {h['p50']:.1f} / {h['p99']:.1f} | {m['p50']:.1f} / {m['p99']:.1f} |")
-        quiet = api.get("deploy_no_splitter")
+        quiet = api.get("deploy_alone")
         if quiet and "deploy" in quiet:
             q = quiet["deploy_lat"]
-            lines.append(f"| Deployment create, `--no-splitter` (the request alone) | {quiet['deploy']:.0f} |"
+            lines.append(f"| Deployment create on a hub with no controllers (the request alone) | {quiet['deploy']:.0f} |"
                          f" {minimal['deploy']:.0f} | {_ratio(quiet['deploy'], minimal['deploy'])} |"
                          f" {quiet['cpu_us']['deploy']:.0f} | {mcpu['deploy']:.0f} | {_ratio(quiet['cpu_us']['deploy'], mcpu['deploy'])} |"
                          f" {quiet['client_cpu_us']['deploy']:.0f} / {mwcpu['deploy']:.0f} | {q['p50']:.1f} / {q['p99']:.1f} |"
