@@ -222,6 +222,9 @@ class ResourceCache:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.prefix = prefix
         self.by_cluster: dict[str, dict[str, CachedObject]] = {}
+        #: the namespaced objects again, by (cluster, namespace): a list in one namespace reads
+        #: only its objects, not every object of the logical cluster (kube's cacher indexes too)
+        self.by_namespace: dict[tuple[str, str], dict[str, CachedObject]] = {}
         self.history: collections.deque[WatchEvent] = collections.deque()
         self.history_bytes = 0
         self.limits = limits or HistoryLimits()
@@ -232,6 +235,8 @@ class ResourceCache:
 
     def load(self, o: CachedObject) -> None:
         self.by_cluster.setdefault(o.cluster, {})[o.key] = o
+        if o.namespace:
+            self.by_namespace.setdefault((o.cluster, o.namespace), {})[o.key] = o
 
     def apply(self, ev: Event, stored: dict[str, Any] | None = None) -> WatchEvent:
         """Apply one change; ``stored``: the object of a PUT's value, handed over by its writer."""
@@ -242,10 +247,16 @@ class ResourceCache:
             bucket.pop(ev.key, None)
             if not bucket:
                 del self.by_cluster[cur.cluster]
+            if cur.namespace and (ns := self.by_namespace.get((cur.cluster, cur.namespace))) is not None:
+                ns.pop(ev.key, None)
+                if not ns:
+                    del self.by_namespace[cur.cluster, cur.namespace]
             wev = WatchEvent("DELETED", cur, prev)
         else:
             cur = decode(ev.key, ev.value, ev.revision, stored)
             bucket[ev.key] = cur
+            if cur.namespace:
+                self.by_namespace.setdefault((cur.cluster, cur.namespace), {})[ev.key] = cur
             wev = WatchEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
         wev.size, wev.arrived = len(ev.value), self.clock()
         self.history.append(wev)
@@ -267,6 +278,11 @@ class ResourceCache:
 
     def objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
         """Unsorted objects in scope."""
+        if cluster is not None and namespace:
+            return self.by_namespace.get((cluster, namespace), {}).values()
+        return self._objects(cluster, namespace)
+
+    def _objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
         buckets = self.by_cluster.values() if cluster is None else [self.by_cluster.get(cluster, {})]
         for bucket in buckets:
             if namespace:

@@ -246,3 +246,31 @@ async def test_a_watcher_sees_an_object_leave_its_selector_as_deleted(store: SQL
         assert left.encoded() == orjson.dumps(cache.resource(PREFIX).get(key("a")).obj)  # type: ignore[union-attr]
     finally:
         w.stop()
+
+
+async def test_a_namespace_lists_only_its_objects_through_every_change(store: SQLiteStore, cache: WatchCache) -> None:
+    """objects(cluster, namespace) reads the namespace's own index: right after creates (also
+    loaded at start), updates and deletes, and the index holds nothing for an emptied namespace."""
+    a = await store.create(key("a"), value("a"))
+    await store.create(key("b", namespace="other"), value("b"))
+    await store.create(key("c", cluster="east"), value("c"))
+    await cache.sync()
+    rc = cache.resource(PREFIX)
+
+    def names(cluster: str | None, ns: str | None) -> list[str]:
+        return sorted(o.name for o in rc.objects(cluster, ns))
+
+    assert names("root", "default") == ["a"] and names("root", "other") == ["b"] and names("east", "default") == ["c"]
+    assert names("root", None) == ["a", "b"] and names(None, "default") == ["a", "c"]
+    a2 = await store.update(key("a"), value("a", v="2"), a)
+    await cache.sync()
+    assert [o.obj["data"] for o in rc.objects("root", "default")] == [{"v": "2"}]
+    await store.delete(key("a"), a2)
+    await cache.sync()
+    assert names("root", "default") == [] and ("root", "default") not in rc.by_namespace
+    restarted = WatchCache(store)  # loaded from the store at start: indexed too
+    await restarted.start()
+    try:
+        assert sorted(o.name for o in restarted.resource(PREFIX).objects("root", "other")) == ["b"]
+    finally:
+        await restarted.close()
