@@ -75,16 +75,14 @@ def create(hub: HubProcess, base: HubProcess, n: int, seconds: int, baseline_sec
     wall = time.monotonic() - t0
     made, cms = count(hub, LOGICAL_CLUSTERS) - before, count(base, CONFIGMAPS) - cms_before
     rss1, base_rss1 = hub.rss_kib(), base.rss_kib()
-    failed = sum(r["errors"] for r in rounds + baseline)
-    assert not failed, f"{failed} requests failed: {rounds + baseline}"
     return {
-        "clusters": made, "rounds": len(rounds), "round_seconds": seconds, "wall_s": wall,
+        "clusters": made, "errors": sum(r["errors"] for r in rounds), "rounds": len(rounds), "round_seconds": seconds, "wall_s": wall,
         "rate": statistics.median(r["rps"] for r in rounds), "rates": [round(r["rps"]) for r in rounds],
         "p50_ms": statistics.median(r["p50"] for r in rounds), "p99_ms": statistics.median(r["p99"] for r in rounds),
         "hub_cpu_us": sum(_cpu_s(r) for r in rounds) / made * 1e6,
         "wrk_cpu_us": statistics.median(r["client_cpu_us"] for r in rounds),
         "rss_before_mib": rss0 / 1024, "rss_after_mib": rss1 / 1024, "rss_kib": (rss1 - rss0) / made,
-        "baseline": {"configmaps": cms, "rate": statistics.median(r["rps"] for r in baseline),
+        "baseline": {"configmaps": cms, "errors": sum(r["errors"] for r in baseline), "rate": statistics.median(r["rps"] for r in baseline),
                      "rates": [round(r["rps"]) for r in baseline], "round_seconds": baseline_seconds,
                      "p50_ms": statistics.median(r["p50"] for r in baseline),
                      "p99_ms": statistics.median(r["p99"] for r in baseline),
@@ -238,6 +236,9 @@ def render(r: dict[str, Any]) -> list[str]:
         f" {met(r['rss_after_lists_kib'] < GOAL_KIB)} |",
         f"| hub CPU at rest, all of them made ({REST_SECONDS:.0f} s, % of a core) | {r['rest_cpu_percent']:.1f} |"
         f" {b['rest_cpu_percent']:.1f} | | |", "",
+        *([f"**{r['errors']:,} cluster requests and {b['errors']:,} ConfigMap creates failed** (wrk's errors: non-2xx"
+           " answers, timeouts, broken connections); the counts above are what the hubs hold.", ""]
+          if r["errors"] or b["errors"] else []),
         f"The hub's RSS went from {r['rss_before_mib']:.0f} MiB to {r['rss_after_mib']:.0f} MiB with the clusters and to"
         f" {r['rss_after_lists_mib']:.0f} MiB after the lists; creation took {_s(r['wall_s'])} with the baseline's rounds.",
         "",

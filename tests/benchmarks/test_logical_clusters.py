@@ -27,6 +27,7 @@ def test_makes_the_clusters_lists_them_all_and_renders(hubs: tuple[HubProcess, H
     made = lc.create(hub, base, 300, 1, 1)
     present = lc.count(hub, lc.LOGICAL_CLUSTERS)  # root and the warm-up's, besides
     assert made["clusters"] >= 300 and present == made["clusters"] + lc.WARM + 1
+    assert made["errors"] == made["baseline"]["errors"] == 0
     assert made["baseline"]["configmaps"] > 0 and made["hub_cpu_us"] > 0 and made["rss_kib"] > 0
 
     lists = asyncio.run(lc.lists(hub, budget=60))
