@@ -1,6 +1,6 @@
 """Hub benchmarks: API throughput and latency beside the raw store doing the same durable
-writes, watch fan-out, and logical-cluster creation. Every figure comes with its baseline
-from the same run, as a ratio."""
+writes, watch fan-out, start-up (logical clusters at scale are bench/logical_clusters.py).
+Every figure comes with its baseline from the same run, as a ratio."""
 
 from __future__ import annotations
 
@@ -637,21 +637,6 @@ async def watch_scale(watchers: int, events: int = 10, clients: int = 2, gap: fl
             "load": os.getloadavg()[0]}
 
 
-async def clusters(hub: HubProcess, count: int, concurrency: int = 32) -> dict:
-    rss0 = hub.rss_kib()
-    async with hub.session(concurrency) as s:
-
-        async def create(i: int):
-            async with s.get(f"{hub.url}/clusters/bench-{i}/api/v1/namespaces/default") as r:
-                assert r.status == 200, await r.text()
-                await r.read()
-
-        rate, _ = await _run_concurrent(count, concurrency, create)
-    await asyncio.sleep(1)
-    rss1 = hub.rss_kib()
-    return {"count": count, "rate": rate, "rss_per_cluster_kib": (rss1 - rss0) / count}
-
-
 def machine() -> str:
     cpu = "unknown cpu"
     try:
@@ -693,12 +678,9 @@ async def run(quick: bool = False) -> dict:
     finally:
         hub.stop()
     results["watch_scale"] = [await watch_scale(n, 5 if quick else 10) for n in ((1000,) if quick else (1000, 5000))]
-    fresh = HubProcess()  # a hub of its own, so memory per cluster is not blurred by the runs above
-    try:
-        results["startup_seconds"] = fresh.ready_after
-        results["clusters"] = await clusters(fresh, 1000 if quick else 10000)
-    finally:
-        fresh.stop()
+    fresh = HubProcess()  # start-up on an empty data directory (logical clusters: bench/logical_clusters.py)
+    results["startup_seconds"] = fresh.ready_after
+    fresh.stop()
     return results
 
 

@@ -1,4 +1,5 @@
-"""Unstructured JSON values: the "absent" sentinel, equality, copying and hashing.
+"""Unstructured JSON values: the "absent" sentinel, equality, copying, hashing, and encoding
+for keeping.
 
 Two equalities, because kube has two: :func:`deep_equal` is Go's ``reflect.DeepEqual`` on
 unstructured data (``1`` is not ``1.0``), what schema defaulting, ratcheting and CRD checks use;
@@ -11,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MISSING", "copy_json", "deep_equal", "deep_key", "json_equal", "json_key"]
+import orjson
+
+__all__ = ["MISSING", "copy_json", "deep_equal", "deep_key", "dumps_to_keep", "json_equal", "json_key"]
 
 #: a value that is not there (as opposed to JSON null)
 MISSING: Any = object()
@@ -50,6 +53,12 @@ def copy_json(v: Any) -> Any:
     if t is list:
         return [copy_json(x) for x in v]
     return v
+
+
+def dumps_to_keep(v: Any) -> bytes:
+    """``orjson.dumps`` for bytes kept long (a cache): orjson hands back its whole buffer, 4 KiB
+    or more however short the JSON (orjson 3.12 on), so what is kept is copied to its own size."""
+    return bytes(memoryview(orjson.dumps(v)))
 
 
 def json_equal(a: Any, b: Any) -> bool:

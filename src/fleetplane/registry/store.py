@@ -23,6 +23,7 @@ import orjson
 from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError, StatusError
 from ..apimachinery.fields import FieldSelector
+from ..apimachinery.jsonvalue import dumps_to_keep
 from ..apimachinery.labels import LabelSelector
 from ..apimachinery.metatime import now_rfc3339, parse_time
 from ..pipeline.admission.chain import CREATE, DELETE, UPDATE, Chain
@@ -179,7 +180,7 @@ class GenericStore:
         self.presented(rt, co)
         view = co.view
         if view[2] is None:
-            view[2] = orjson.dumps(view[1])
+            view[2] = dumps_to_keep(view[1])  # kept as long as the object's version
         encoded: bytes = view[2]
         return encoded
 

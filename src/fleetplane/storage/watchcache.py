@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from ..apimachinery.jsonvalue import dumps_to_keep
 from .interface import CompactedError, Event, EventType, KeyValue, Store, UnavailableError
 from .keys import split_key
 
@@ -93,7 +94,7 @@ class WatchEvent:
         if self._encoded is None:
             frame = self._frame
             # the frame holds the object's JSON: cut it out rather than encode it again
-            self._encoded = frame[len(self.type) + 20:-2] if frame is not None else orjson.dumps(self.cur.obj)
+            self._encoded = frame[len(self.type) + 20:-2] if frame is not None else dumps_to_keep(self.cur.obj)
         return self._encoded
 
     def frame(self) -> bytes:

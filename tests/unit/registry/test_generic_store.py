@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
+import tracemalloc
 from collections.abc import Awaitable
 from typing import Any
 
@@ -158,6 +160,25 @@ async def test_list_pages_with_continue_tokens(api: Api) -> None:
     err = await fails(api.store.list(api.configmaps, ctx(), ListOptions(continue_token="not-a-token")))
     assert (err.code, err.reason) == (400, "BadRequest")
     assert err.message.startswith("continue key is not valid")
+
+
+async def test_a_list_keeps_each_objects_json_at_its_own_size(api: Api) -> None:
+    """Each object's JSON is kept on it for the next list: at its own size, not in orjson's
+    4 KiB buffer (10,000 objects of 300 bytes would keep 40 MiB, not 3)."""
+    n = 100
+    for i in range(n):
+        await api.store.create(api.configmaps, ctx(), cm(f"k{i}", {"key": "x" * 200}))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        body = await api.store.list_json(api.configmaps, ctx(), ListOptions())
+        size = len(body)
+        del body
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < size + 200 * n, (kept, size)  # the JSON, and a small record per object
 
 
 async def test_a_continue_token_from_before_compaction_and_restart_is_expired(tmp_path) -> None:

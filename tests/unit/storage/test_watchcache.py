@@ -5,6 +5,7 @@ history is bounded by count, bytes and age, a watcher too far behind is dropped,
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -229,6 +230,25 @@ async def test_each_event_is_encoded_once_for_every_watcher(store: SQLiteStore, 
     finally:
         first.stop()
         second.stop()
+
+
+async def test_an_events_json_is_kept_at_its_own_size(store: SQLiteStore, cache: WatchCache) -> None:
+    """The encoded event stays in the history: not in orjson's 4 KiB buffer."""
+    w, _ = cache.watch(PREFIX, None, None, everything, None)
+    try:
+        await store.create(key("a"), value("a", k="v" * 300))
+        ev = await next_event(w)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            encoded = ev.encoded()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert orjson.loads(encoded)["data"] == {"k": "v" * 300}
+        assert kept < 2 * len(encoded), (kept, len(encoded))
+    finally:
+        w.stop()
 
 
 async def test_a_watcher_sees_an_object_leave_its_selector_as_deleted(store: SQLiteStore, cache: WatchCache) -> None:
