@@ -35,7 +35,7 @@ from fleetplane.lab import Lab, Process
 #: the hub as the e2e benchmarks start it, with room for many clusters: all the in-process
 #: controllers connect from one address
 HUB_FLAGS = ["--splitter-join-grace", "2", "--max-connections-per-client", "0", "--max-connections", "0"]
-#: the idle window CPU and requests are measured over
+#: the idle window CPU and requests are measured over (``--window``)
 WINDOW_S = 20.0
 _SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -169,7 +169,7 @@ spec:
 
 
 def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: int = 2,
-        heartbeat: float | None = None, audit: bool = False) -> dict[str, Any]:
+        heartbeat: float | None = None, audit: bool = False, window: float = WINDOW_S) -> dict[str, Any]:
     # both sides hold a few connections per cluster (watches, the Syncers' pools)
     with Lab(open_files=max(20000, 64 * clusters + 4096)) as lab:
         hub_flags = list(HUB_FLAGS)
@@ -201,7 +201,7 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         req0 = {p.name: requests_by_kind(p) for p in procs}
         before = {pid: _stat(pid) for pid in pids}
         t1, wall1 = time.monotonic(), time.time()
-        time.sleep(WINDOW_S)
+        time.sleep(window)
         window, wall2 = time.monotonic() - t1, time.time()
         after = {pid: _stat(pid) for pid in pids}
         req1 = {p.name: requests_by_kind(p) for p in procs}
@@ -271,6 +271,7 @@ if __name__ == "__main__":
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--heartbeat-interval", type=float, default=None, help="the simulated kubelets' lease period")
     ap.add_argument("--audit", action="store_true", help="also count the idle window's hub requests by user")
+    ap.add_argument("--window", type=float, default=WINDOW_S, help="seconds of the idle window (default %(default)s)")
     a = ap.parse_args()
     print(json.dumps(run(a.clusters, multi=a.multi, split=a.split, nodes=a.nodes, heartbeat=a.heartbeat_interval,
-                         audit=a.audit), indent=2))
+                         audit=a.audit, window=a.window), indent=2))
