@@ -13,7 +13,8 @@ Measured at rest (nothing is created; the window is observed, not slept through 
 the time from the first simulator start to every Cluster Ready with a healthy ClusterProfile;
 resident memory and CPU of the hub and of the simulator(s); the requests per second each server
 answers at rest, by verb and resource (from their ``apiserver_request_total``), which is what
-polls. With ``--split``, a Deployment of N replicas (Even: one per cluster) created on the hub
+polls; with ``--audit``, the hub writes a Metadata-level audit log and the window's requests are
+also counted by user (the audit writer costs the hub some CPU: compare CPU without it). With ``--split``, a Deployment of N replicas (Even: one per cluster) created on the hub
 and the seconds until it is Available with N/N ready.
 
     python -m bench.fleet_capacity 60 --multi --split
@@ -34,7 +35,7 @@ from fleetplane.lab import Lab, Process
 #: the hub as the e2e benchmarks start it, with room for many clusters: all the in-process
 #: controllers connect from one address
 HUB_FLAGS = ["--splitter-join-grace", "2", "--max-connections-per-client", "0", "--max-connections", "0"]
-#: the idle window CPU and requests are measured over
+#: the idle window CPU and requests are measured over (``--window``)
 WINDOW_S = 20.0
 _SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -51,6 +52,61 @@ def _stat(pid: int) -> tuple[float, float]:
 
 def _fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out += [int(c) for c in f.read().split()]
+    return out
+
+
+def controller_manager(hub: Process, timeout: float = 60.0) -> int | None:
+    """The pid of the hub's controller-manager child (None: it runs its controllers in-process)."""
+    assert hub.pid is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in _children(hub.pid):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"controller-manager" in f.read().split(b"\0"):
+                    return pid
+        time.sleep(0.5)
+    return None
+
+
+#: what the ``--audit`` log records: who asked for what, once per request
+AUDIT_POLICY = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+
+
+def audited_by_user(path: str, start: float, end: float, top: int = 20) -> dict[str, float]:
+    """``user verb resource`` -> requests per second completed (or, watches, started) in the
+    wall-clock window [start, end) of the audit log at ``path``."""
+    import json
+
+    from fleetplane.apimachinery.metatime import parse_time
+
+    counts: dict[str, int] = {}
+    with open(path) as f:
+        for line in f:
+            ev = json.loads(line)
+            at = parse_time(ev.get("stageTimestamp"))
+            if at is None or not start <= at < end:
+                continue
+            if ev.get("verb") == "watch" and ev.get("stage") != "ResponseStarted":
+                continue
+            if ev.get("verb") != "watch" and ev.get("stage") != "ResponseComplete":
+                continue
+            ref = ev.get("objectRef") or {}
+            what = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
+            if ref.get("subresource"):
+                what += "/" + ref["subresource"]
+            user = (ev.get("user") or {}).get("username", "?")
+            user = re.sub(r"^system:serviceaccount:[^:]+:", "sa:", user)
+            key = f"{user} {ev.get('verb')} {what}"
+            counts[key] = counts.get(key, 0) + 1
+    best = sorted(counts.items(), key=lambda kv: -kv[1])[:top]
+    return {k: round(v / (end - start), 2) for k, v in best}
 
 
 def requests_by_kind(proc: Process) -> dict[str, float]:
@@ -113,10 +169,17 @@ spec:
 
 
 def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: int = 2,
-        heartbeat: float | None = None) -> dict[str, Any]:
+        heartbeat: float | None = None, audit: bool = False, window: float = WINDOW_S) -> dict[str, Any]:
     # both sides hold a few connections per cluster (watches, the Syncers' pools)
     with Lab(open_files=max(20000, 64 * clusters + 4096)) as lab:
-        hub = lab.start_hub(*HUB_FLAGS)
+        hub_flags = list(HUB_FLAGS)
+        audit_log = str(lab.root / "audit.log")
+        if audit:
+            policy = lab.root / "audit-policy.yaml"
+            policy.write_text(AUDIT_POLICY)
+            hub_flags += ["--audit-log-path", audit_log, "--audit-policy-file", str(policy)]
+        hub = lab.start_hub(*hub_flags)
+        cm = controller_manager(hub)
         flags = ["--nodes", str(nodes)]
         if heartbeat is not None:
             flags += ["--heartbeat-interval", str(heartbeat)]
@@ -134,12 +197,13 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         # settle (the first type imports, discovery caches, the watch caches filled), then a quiet window
         time.sleep(10)
         procs = [hub, *sims]
+        pids = [p.pid for p in procs if p.pid] + ([cm] if cm else [])
         req0 = {p.name: requests_by_kind(p) for p in procs}
-        before = {p.pid: _stat(p.pid) for p in procs if p.pid}
-        t1 = time.monotonic()
-        time.sleep(WINDOW_S)
-        window = time.monotonic() - t1
-        after = {p.pid: _stat(p.pid) for p in procs if p.pid}
+        before = {pid: _stat(pid) for pid in pids}
+        t1, wall1 = time.monotonic(), time.time()
+        time.sleep(window)
+        window, wall2 = time.monotonic() - t1, time.time()
+        after = {pid: _stat(pid) for pid in pids}
         req1 = {p.name: requests_by_kind(p) for p in procs}
         sim_pids = [p.pid for p in sims if p.pid]
         assert hub.pid is not None
@@ -160,10 +224,16 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
             "hub_rss_mib_per_cluster": round(after[hub.pid][0] / clusters, 2),
             "hub_idle_cpu_percent_per_cluster": round(hub_cpu / clusters, 4),
             "hub_fds": _fds(hub.pid), "sim_fds": sum(_fds(pid) for pid in sim_pids),
-            "hub_requests_per_s": _rates(req0[hub.name], req1[hub.name], window),
+            "hub_requests_per_s": _rates(req0[hub.name], req1[hub.name], window, top=15),
             "sim_requests_per_s": dict(sorted(sim_req.items(), key=lambda kv: -kv[1])[:8]),
             "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         }
+        if cm is not None:
+            cm_cpu = (after[cm][1] - before[cm][1]) / window * 100
+            out.update({"cm_rss_mib": round(after[cm][0], 1), "cm_idle_cpu_percent": round(cm_cpu, 2),
+                        "cm_idle_cpu_percent_per_cluster": round(cm_cpu / clusters, 4), "cm_fds": _fds(cm)})
+        if audit:
+            out["hub_requests_per_s_by_user"] = audited_by_user(audit_log, wall1, wall2)
         if split:
             out["split_available_s"] = round(split_deployment(lab, clusters, timeout=max(300, clusters * 1.0)), 1)
             out["hub_rss_mib_after_split"] = round(_stat(hub.pid)[0], 1)
@@ -200,6 +270,8 @@ if __name__ == "__main__":
     ap.add_argument("--split", action="store_true", help="then a Deployment of N replicas split over all of them")
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--heartbeat-interval", type=float, default=None, help="the simulated kubelets' lease period")
+    ap.add_argument("--audit", action="store_true", help="also count the idle window's hub requests by user")
+    ap.add_argument("--window", type=float, default=WINDOW_S, help="seconds of the idle window (default %(default)s)")
     a = ap.parse_args()
-    print(json.dumps(run(a.clusters, multi=a.multi, split=a.split, nodes=a.nodes, heartbeat=a.heartbeat_interval),
-                     indent=2))
+    print(json.dumps(run(a.clusters, multi=a.multi, split=a.split, nodes=a.nodes, heartbeat=a.heartbeat_interval,
+                         audit=a.audit, window=a.window), indent=2))

@@ -62,6 +62,25 @@ def test_each_cluster_has_its_own_endpoint_kubeconfig_and_objects(lab: Lab) -> N
         assert other("get", "deployments,pods", "-o", "name").out.strip() == ""
 
 
+def test_more_clusters_than_one_connection_pool_holds_watches_for_all_run(tmp_path: Path) -> None:
+    """Eight clusters, twelve watches each: more than the 64 connections one identity's shared
+    pool had (they share the admin token and address). Every cluster's controllers run: a
+    Deployment in the last one rolls out (before, the sixth cluster on waited for a connection)."""
+    from fleetplane.kube.client import SHARED_POOL
+    from fleetplane.sim.run import STARTING_AT_ONCE
+
+    count = 8
+    assert count * 12 > SHARED_POOL and count <= STARTING_AT_ONCE
+    with Lab(tmp_path / "lab") as lab:
+        members = lab.simulate_many("p", count, "--nodes", "1", "--kubelet-delay", "0.1", timeout=120)
+        last = _kubectl(members[-1])
+        last("create", "deployment", "web", "--image=nginx", "--replicas=1")
+        last("rollout", "status", "deployment/web", "--timeout=60s", timeout=90)
+        for m in members:
+            wait_for(lambda m=m: _kubectl(m)("get", "nodes", "-o", "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}").out == "True",
+                     30, 0.2, what=f"{m.name}'s node Ready")
+
+
 _SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 

@@ -172,21 +172,22 @@ async def test_connect_probes_with_the_client_it_made() -> None:
     obj = cluster()
     state = state_of(obj)
     made: list[ApiTarget] = []
-    probed: list[bool] = []
+    probed: list[tuple[bool, bool]] = []
 
     def make_client(target: ApiTarget, *a: Any, **kw: Any) -> Any:
         made.append(target)
         return object()
 
-    async def probe(client: Any, *, details: bool, previous: Any) -> ClusterReport:
-        probed.append(details)
+    async def probe(client: Any, *, details: bool, previous: Any, quick: bool) -> ClusterReport:
+        probed.append((details, quick))
         return connected_report()
 
     step = Connect(OPTS, read_lease=_no_lease, stop_syncer=_no_stop, probe=probe, make_client=make_client)
     await step.reconcile(Pass(state, obj))
     await step.reconcile(Pass(state, obj))
     assert [t.server for t in made] == [ENDPOINT.server]  # made once: the kubeconfig did not change
-    assert probed == [True, False]  # details once per details_interval
+    # details once per details_interval; quick once a probe found the cluster connected and healthy
+    assert probed == [(True, False), (False, True)]
     assert state.conn.connected_once and state.conn.known is not None and state.conn.known.version == "v1.31.0"
 
 

@@ -104,7 +104,7 @@ def _syncer_calls() -> list[Call]:
         Call(SYN, "fleet/syncer/discovery.py", 'client.request("GET", "/apis", accept=AGGREGATED_ACCEPT)', "get", path="/apis"),
         Call(SYN, "fleet/syncer/discovery.py", 'doc = await client.request("GET", path)', "get", path="/api/v1"),
         Call(SYN, "fleet/syncer/discovery.py", 'doc = await client.request("GET", path)', "get", path="/apis/apps/v1"),
-        Call(SYN, "fleet/syncer/typesync.py", "items, _ = await self.hub.list_all(CRDS)", "list", *CRDS),
+        Call(SYN, "fleet/syncer/hubcrds.py", "items, _ = await hub.list_all(CRDS)", "list", *CRDS),
         Call(SYN, "fleet/syncer/typesync.py", 'created = await self.hub.request("POST", CRDS, body=body', "create", *CRDS),
         Call(SYN, "fleet/syncer/typesync.py", 'created = await self.hub.request("POST", CRDS, body=fallback', "create", *CRDS),
         Call(SYN, "fleet/syncer/typesync.py", 'await self.hub.request("PUT", f"{CRDS}/{name}"', "update", *CRDS,
@@ -176,6 +176,8 @@ def _controller_calls() -> list[Call]:
     out = [
         Call(CC, f, 'Informer(self.hub, f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"', "list", *CLUSTERS, where="wildcard"),
         Call(CC, f, 'Informer(self.hub, f"/clusters/*/apis/{GROUP}/{VERSION}/{PLURAL}"', "watch", *CLUSTERS, where="wildcard"),
+        Call(CC, "fleet/cluster/hubcrds.py", 'Informer(hub, crds_path("*")', "list", *CRDS, where="wildcard"),
+        Call(CC, "fleet/cluster/hubcrds.py", 'Informer(hub, crds_path("*")', "watch", *CRDS, where="wildcard"),
         Call(CC, "fleet/cluster/finalizer.py", "updated = await self.hub.patch(cluster_path(state.lc, state.ns, state.name), body)",
              "patch", *CLUSTERS, namespace=ns, name=CLUSTER),
         Call(CC, f, 'return await self.hub.patch(cluster_path(state.lc, state.ns, state.name, "/status"), body)',
@@ -695,7 +697,7 @@ def test_the_controllers_get_nothing_they_do_not_use() -> None:
         assert not any_allows(rules, "list", RBAC, "rolebindings")
     assert not any(RBAC in (r.get("apiGroups") or []) for r in spl)
     # the wildcard only for what the informers list and watch
-    for rules, wide in ((cc, {CLUSTERS}), (spl, {DEPLOY, DAEMONSETS, STATEFULSETS, PROFILES, ("", "namespaces"), CRDS, CDS})):
+    for rules, wide in ((cc, {CLUSTERS, CRDS}), (spl, {DEPLOY, DAEMONSETS, STATEFULSETS, PROFILES, ("", "namespaces"), CRDS, CDS})):
         assert any_allows(rules, "list", path=ids.WILDCARD_PATH)
         assert not any_allows(rules, "get", path=ids.WILDCARD_PATH)
         assert not any_allows(rules, "create", path=ids.WILDCARD_PATH)

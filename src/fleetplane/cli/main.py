@@ -23,6 +23,7 @@ from ..fleet.splitter.options import START_FLAGS as SPLITTER_START_FLAGS
 from ..fleet.splitter.options import SplitterOptions
 from ..kube.options import add_arguments, from_args
 from ..logs import configure_logging
+from ..memory import tune_malloc
 from .cluster import add_parser as add_cluster_parser
 from .cluster import comma_separated
 from .inventory import add_parser as add_inventory_parser
@@ -290,6 +291,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_malloc()  # before the servers' and clients' connections exist (fleetplane/memory.py)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     args.argv = argv

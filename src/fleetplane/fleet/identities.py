@@ -220,7 +220,8 @@ def _syncer_rules() -> list[dict[str, Any]]:
       (bound to every authenticated user; a ServiceAccount is a member of the logical cluster that
       issued its token) gives the same today; the rule keeps the Syncer independent of that binding,
       which a logical cluster may shadow.
-    - customresourcedefinitions ``list`` (typesync.py:125, every pass), ``create`` (import,
+    - customresourcedefinitions ``list`` (hubcrds.py ``listed``, every pass of a Syncer on its own:
+      pull mode; push-mode Syncers read the Cluster controller's informer instead), ``create`` (import,
       typesync.py:256, and the permissive fallback typesync.py:268), ``update`` (the hub schema
       follows its only source cluster, typesync.py:230), ``patch`` (the ``imported-from`` label and
       the ``schema-conflicts`` annotation, typesync.py:296; the label removed when the cluster stops
@@ -485,6 +486,8 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
       finalizer and sync state off, ``get`` after a conflict; customresourcedefinitions ``list``
       and ``patch`` the ``imported-from`` label off.
       Covered for the default synced types (the Syncer rules); others as for the Syncer.
+    - customresourcedefinitions ``list``, ``watch`` through ``/clusters/*``: the one informer whose
+      cache every push-mode Syncer's type pass reads instead of listing them (hubcrds.py).
 
     Push-mode Syncers run in this process but act as their own ServiceAccounts, which this
     identity provisions (``provision_syncer_identity``, called by fleet/cluster/syncer.py
@@ -507,7 +510,7 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
         _rule(["create", "delete", "get"], [COORDINATION], ["leases"]),
         _rule(["update"], [COORDINATION], ["leases"], [CLUSTER_CONTROLLER_LEASE]),
         _rule(["create"], [CORE], ["events"]),
-        _rule(["list", "patch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
+        _rule(["list", "patch", "watch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
     ]
     provisioning = [
         _rule(["get"], [CLUSTER_GROUP], [CLUSTER_PLURAL]),

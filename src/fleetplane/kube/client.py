@@ -31,7 +31,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from .kubeconfig import ApiTarget
 
-__all__ = ["APPLY_PATCH", "JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH", "ApiError", "Client",
+__all__ = ["APPLY_PATCH", "JSON", "JSON_PATCH", "MERGE_PATCH", "SHARED_POOL", "STRATEGIC_PATCH", "ApiError", "Client",
            "ClientBuildError", "Unreachable", "api_path"]
 
 JSON = "application/json"

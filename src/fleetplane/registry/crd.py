@@ -261,7 +261,7 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
     its strategy's scheme defaults the type's (:class:`CustomResourceStrategy`).
     ``converter_for`` (``Catalog.converter_for``) gives a CRD of several versions without a
     webhook its in-process converter (:mod:`.conversion`)."""
-    from .schema import StructuralSchema
+    from .schema.compiled import shared_schema
 
     spec = obj["spec"]
     names = (obj.get("status") or {}).get("acceptedNames") or spec["names"]
@@ -269,7 +269,7 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
     storage_version = next(v["name"] for v in spec["versions"] if v.get("storage"))
     ordered = sorted(versions, key=lambda v: version_priority(v["name"]))
     storage_spec = next(v for v in spec["versions"] if v.get("storage"))
-    storage_schema = StructuralSchema(_schema_doc(storage_spec))
+    storage_schema = shared_schema(_schema_doc(storage_spec))
     conversion = spec.get("conversion")
     webhook = isinstance(conversion, dict) and conversion.get("strategy") == "Webhook"
     converter = (converter_for(spec["group"], names["kind"])
@@ -277,7 +277,7 @@ def types_from_crd(obj: dict[str, Any], imported_builtin: BuiltinLookup | None =
     out = []
     for v in versions:
         schema_doc = _schema_doc(v)
-        schema = storage_schema if v is storage_spec else StructuralSchema(schema_doc)
+        schema = storage_schema if v is storage_spec else shared_schema(schema_doc)
         sub = v.get("subresources") or {}
         scale = sub.get("scale")
         cols = v.get("additionalPrinterColumns")

@@ -38,7 +38,7 @@ import yaml
 from ..apis import workload_types
 from ..apis.core.service import ServiceStrategy
 from ..hub import Contributions, Controller, ControllerContext, HubConfig, build_hub, run_hub
-from ..kube.client import Client
+from ..kube.client import SHARED_POOL, Client
 from ..kube.controller import stop_tasks
 from ..kube.events import EventRecorder
 from ..kube.informer import Informer, object_key, wait_synced
@@ -132,6 +132,13 @@ class SimulatedClusterPlugin:
 
 #: how many of :func:`run_many`'s clusters start their controllers (nodes, informers' lists) at once
 STARTING_AT_ONCE = 8
+#: the connections each of :func:`run_many`'s clusters has for its controllers, a pool of its own
+#: as a cluster of its own would have (more than kube/client.py's SHARED_POOL: not shared). Their
+#: clients have one identity (the server's admin token) and one address, so they would share one
+#: pool of 64: the twelve watches of the first five clusters took it, the next clusters' informers
+#: waited for a connection forever, and, holding STARTING_AT_ONCE's slots, kept the rest from
+#: starting at all (no Nodes).
+MEMBER_POOL = 128
 
 
 def member_kubeconfig(data_dir: Path, name: str) -> Path:
@@ -235,10 +242,13 @@ async def controllers(sim: SimOptions, ctx: ControllerContext, *, kubeconfig: Pa
                       starting: asyncio.Semaphore | None = None) -> None:
     """The simulated cluster's controllers, against its own server (restarted if they fail); with
     ``kubeconfig`` (written by :func:`run_many`), against that logical cluster of the server."""
+    pool = SHARED_POOL
     if kubeconfig is None:
         write_cluster_kubeconfig(ctx.kubeconfig, sim.name)
         kubeconfig = ctx.kubeconfig
-    kube = Client(ApiTarget.from_kubeconfig(kubeconfig), f"fleetplane-sim/{sim.name}")
+    else:
+        pool = MEMBER_POOL
+    kube = Client(ApiTarget.from_kubeconfig(kubeconfig), f"fleetplane-sim/{sim.name}", pool=pool)
     alive = ctx.alive
 
     try:

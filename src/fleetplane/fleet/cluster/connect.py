@@ -3,7 +3,8 @@
 Push mode: parse ``spec.kubeconfig`` (``InvalidKubeConfig``), build a client
 (``ErrorCreatingClient``), probe ``/version``, ``/api``, ``/livez``, ``/readyz`` (``Unreachable``,
 ``TLSError``, ``Timeout``, ``Unauthorized``, ``Forbidden``, ``Unhealthy``) and, every
-``details_interval``, Nodes and ClusterProperties (:mod:`.probe`). :class:`Health` then turns the
+``details_interval``, Nodes and ClusterProperties (:mod:`.probe`); while the last probe found the
+cluster connected and healthy, the probes between are ``/readyz`` alone. :class:`Health` then turns the
 probe into ``Connected`` and ``Healthy``, holding a cluster that was healthy at its last good
 state until probes have failed for ``failure_threshold`` seconds, and adds the Syncer's ``Synced``.
 
@@ -100,7 +101,9 @@ class Connect:
         conn = state.conn
         assert conn.client is not None
         details = time.monotonic() >= conn.details_at
-        report = await self.probe(conn.client, details=details, previous=conn.known)
+        last = conn.report
+        quick = last is not None and last.connected and last.healthy is True
+        report = await self.probe(conn.client, details=details, previous=conn.known, quick=quick)
         if report.connected:
             if report.details:
                 conn.details_at = time.monotonic() + self.options.details_interval

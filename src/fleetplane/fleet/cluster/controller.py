@@ -47,6 +47,7 @@ from .crd import GROUP, PLURAL, VERSION
 from .deletion import Deletion
 from .duplicates import Duplicates
 from .finalizer import EnsureFinalizer, FinalizerPatcher
+from .hubcrds import SharedHubCRDs
 from .inventory import Inventory
 from .options import ClusterControllerOptions
 from .paths import COMPONENT, FIELD_MANAGER, cluster_path, lease_name, lease_path, profile_path
@@ -89,7 +90,9 @@ class ClusterController:
         self.states: dict[Key, ClusterState] = {}
         self._writers: dict[str, StatusWriter] = {}
         self._closed = False
-        self.syncers = SyncerStep(opts, hub=self.hub, hub_endpoint=self.hub_endpoint, event=self.event)
+        self.hub_crds = SharedHubCRDs(self.hub)
+        self.syncers = SyncerStep(opts, hub=self.hub, hub_endpoint=self.hub_endpoint, event=self.event,
+                                  hub_crds=self.hub_crds)
         patch_finalizers = FinalizerPatcher(self.hub)
         connect = Connect(opts, read_lease=self.read_lease, stop_syncer=self.syncers.stop)
         self.status = Status(patch_status=self.patch_status, event=self.event)
@@ -177,6 +180,7 @@ class ClusterController:
             await self._release(state)
         for w in self._writers.values():
             await w.close()
+        await self.hub_crds.close()
         await self.hub.close()
 
     async def _release(self, state: ClusterState) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...inventory import constants as ic
 from .crd import GROUP, PLURAL, VERSION
 
-__all__ = ["COMPONENT", "FIELD_MANAGER", "cluster_path", "core_path", "lease_name", "lease_path", "profile_path"]
+__all__ = ["COMPONENT", "FIELD_MANAGER", "cluster_path", "core_path", "crds_path", "lease_name", "lease_path", "profile_path"]
 
 #: the controller's user agent and Event source
 COMPONENT = "fleetplane-cluster-controller"
@@ -35,3 +35,7 @@ def core_path(lc: str, ns: str, plural: str, name: str = "") -> str:
 
 def lease_path(lc: str, ns: str, name: str = "") -> str:
     return f"/clusters/{lc}/apis/coordination.k8s.io/v1/namespaces/{ns}/leases" + (f"/{name}" if name else "")
+
+
+def crds_path(lc: str) -> str:
+    return f"/clusters/{lc}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -2,8 +2,9 @@
 for the Cluster as a task of this process, and turn its health into the ``Synced`` condition.
 
 Once the cluster has answered a Syncer starts, acting as its own ServiceAccount in the Cluster's
-logical cluster (never as the controller); it keeps running while the cluster is away (it resumes
-when the cluster returns) and is restarted, with backoff, if it stops; a change of kubeconfig,
+logical cluster (never as the controller; only the hub's CRDs, which every Syncer of the logical
+cluster may list, it reads from the controller's one informer, :mod:`.hubcrds`); it keeps running
+while the cluster is away (it resumes when the cluster returns) and is restarted, with backoff, if it stops; a change of kubeconfig,
 context or resources restarts it. Its ``health()`` becomes ``Synced`` and ``status.types``.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from ...kube.client import ApiError, Client
 from ...kube.kubeconfig import ApiTarget
 from .. import identities
+from .hubcrds import SharedHubCRDs
 from .options import ClusterControllerOptions
 from .paths import COMPONENT
 from .probe import ClusterReport
@@ -91,13 +93,16 @@ class SyncerStep:
 
     def __init__(self, options: ClusterControllerOptions, *, hub: Client, hub_endpoint: ApiTarget, event: Event,
                  provision: ProvisionIdentity | None = None,
-                 make_syncer: Callable[[], MakeSyncer] = _load_syncer_class) -> None:
+                 make_syncer: Callable[[], MakeSyncer] = _load_syncer_class,
+                 hub_crds: SharedHubCRDs | None = None) -> None:
         self.options = options
         self.hub = hub
         self.hub_endpoint = hub_endpoint
         self.provision = provision or self._provision
         self.event = event
         self.make_syncer = make_syncer
+        #: what every Syncer's type pass reads the hub's CRDs from (None: each lists its own)
+        self.hub_crds = hub_crds
 
     async def _provision(self, lc: str, name: str, ns: str, types: Any) -> str:
         return await identities.provision_syncer_identity(self.hub, lc, name, ns, types, COMPONENT)
@@ -156,6 +161,8 @@ class SyncerStep:
                 kwargs["poll_interval"] = self.options.syncer_poll_interval
             if self.resources(spec) is not None:
                 kwargs["resources"] = self.resources(spec)
+            if self.hub_crds is not None:
+                kwargs["hub_crds"] = self.hub_crds.of(state.lc)
             run.syncer = syncer_class(cluster_name=state.name, hub=hub, downstream=endpoint, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported on the Cluster
             self.failed(state, "ErrorStartingSyncer", f"the Syncer cannot be created: {exc}")

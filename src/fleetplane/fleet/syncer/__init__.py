@@ -30,6 +30,7 @@ from ...kube.workqueue import Backoff
 from . import constants
 from .discovery import ApiResource, Discovery, discover, parse_resource
 from .host import DEFAULT_RETAIN, RetainRule
+from .hubcrds import HubCRDs, listed
 from .objectsync import ObjectSync, SyncedType
 from .typesync import EXCLUDED, TypeReport, TypeSync
 
@@ -70,7 +71,7 @@ class Syncer:
     def __init__(self, *, cluster_name: str, hub: ApiTarget, downstream: ApiTarget,
                  resources: Sequence[str] = DEFAULT_RESOURCES, poll_interval: float = 30.0,
                  manager: str = "fleetplane-syncer", retain: Sequence[RetainRule] = DEFAULT_RETAIN,
-                 workers: int = 16) -> None:
+                 workers: int = 16, hub_crds: HubCRDs | None = None) -> None:
         lc = hub.logical_cluster
         if not lc or lc == "*":
             raise ValueError(f"the hub URL must end with /clusters/<logical-cluster>, got {hub.server}")
@@ -84,13 +85,15 @@ class Syncer:
         self.manager = manager
         self.retain = tuple(retain)
         self.workers = workers
+        #: where each type pass reads the hub's CRDs (default: a list per pass; see .hubcrds)
+        self._hub_crds = hub_crds
+        self.hub_crds: HubCRDs
         self.logical_cluster = lc
         self.label_value = constants.label_value(lc)
         self._errors: dict[str, tuple[str, str]] = {}  # source -> (side, message)
         self._last_error = ""
         self._report: TypeReport | None = None
         self._started = False
-        self._wake = asyncio.Event()
         self.hub: Client
         self.down: Client
         self.events: EventRecorder
@@ -104,15 +107,14 @@ class Syncer:
         ua = f"{self.manager}/{self.cluster_name}"
         self.hub = Client(self.hub_target, ua, name="hub", pool=256)
         self.down = Client(self.down_target, ua, name="cluster", pool=256)
-        self._wake = asyncio.Event()
+        self.hub_crds = self._hub_crds or listed(self.hub)
         self.events = EventRecorder(self.hub, self.manager, host=self.cluster_name)
         self.objects = ObjectSync(self, self.workers)
         self.types = TypeSync(self)
         self._started = True
         self.objects.start()
         tasks = [asyncio.create_task(self.events.run(), name="syncer-events"),
-                 asyncio.create_task(self._type_loop(), name="syncer-types"),
-                 asyncio.create_task(self._object_loop(), name="syncer-objects")]
+                 asyncio.create_task(self._pass_loop(), name="syncer-passes")]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -124,43 +126,15 @@ class Syncer:
             await self.hub.close()
             await self.down.close()
 
-    async def _sleep(self, delay: float, event: asyncio.Event | None = None) -> None:
-        if event is None:
-            await asyncio.sleep(delay)
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), delay)
-        event.clear()
-
     def _period(self) -> float:
         """The poll interval plus up to a tenth (kube's ``wait.Jitter(period, 0.1)``), so the
         passes of many Syncers started together spread out over the period."""
         return self.poll_interval * (1 + 0.1 * random.random())
 
-    async def _type_loop(self) -> None:
-        backoff = Backoff(0.5, max(self.poll_interval, 1.0))
-        while True:
-            delay = self._period()
-            try:
-                report = await self.types.poll()
-                self._report = report
-                self.mark_ok("types:cluster", "types:hub")
-                backoff.reset()
-                if report.changed:
-                    self._wake.set()
-                    delay = min(self.poll_interval, 1.0)  # look again soon: another syncer may be racing
-            except asyncio.CancelledError:
-                raise
-            except ApiError as err:
-                self._fail(f"types:{err.side or 'cluster'}", err)
-                delay = backoff.next()
-            except Exception as exc:
-                log.exception("type sync failed")
-                self._last_error = f"type sync: {type(exc).__name__}: {exc}"
-                delay = backoff.next()
-            await asyncio.sleep(delay)
-
-    async def _object_loop(self) -> None:
+    async def _pass_loop(self) -> None:
+        """Every period: both sides' discovery, read once for the object sync (first: it never
+        waits for the type sync) and the type pass; about a second after a pass that changed
+        something (another Syncer may be racing; a type just imported is synced at once)."""
         backoff = Backoff(0.5, max(self.poll_interval, 1.0))
         while True:
             delay = self._period()
@@ -172,17 +146,34 @@ class Syncer:
                 assert self.objects is not None
                 await self.objects.ensure_types(self._wanted(hub_disc, down_disc),
                                                 down_disc.preferred("autoscaling", "horizontalpodautoscalers"))
-                backoff.reset()
             except asyncio.CancelledError:
                 raise
             except ApiError as err:
                 self._fail(f"discovery:{err.side or 'cluster'}", err)
-                delay = backoff.next()
+                await asyncio.sleep(backoff.next())
+                continue
             except Exception as exc:
                 log.exception("object sync setup failed")
                 self._last_error = f"object sync: {type(exc).__name__}: {exc}"
+                await asyncio.sleep(backoff.next())
+                continue
+            try:
+                report = await self.types.poll(down_disc, hub_disc)
+                self._report = report
+                self.mark_ok("types:cluster", "types:hub")
+                backoff.reset()
+                if report.changed:
+                    delay = min(self.poll_interval, 1.0)
+            except asyncio.CancelledError:
+                raise
+            except ApiError as err:
+                self._fail(f"types:{err.side or 'cluster'}", err)
                 delay = backoff.next()
-            await self._sleep(delay, self._wake)
+            except Exception as exc:
+                log.exception("type sync failed")
+                self._last_error = f"type sync: {type(exc).__name__}: {exc}"
+                delay = backoff.next()
+            await asyncio.sleep(delay)
 
     def _wanted(self, hub: Discovery, down: Discovery) -> list[SyncedType]:
         """The types to sync objects of: what the hub serves, whether or not the type import

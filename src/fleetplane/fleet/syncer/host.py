@@ -10,6 +10,7 @@ from typing import Protocol
 from ...kube.client import ApiError, Client
 from ...kube.events import EventRecorder
 from ...kube.informer import Informer
+from .hubcrds import HubCRDs
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class SyncerHost(Protocol):
     hub: Client
     down: Client
     events: EventRecorder
+    hub_crds: HubCRDs
 
     def mark_ok(self, *sources: str) -> None: ...
 

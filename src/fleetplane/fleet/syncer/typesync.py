@@ -25,6 +25,7 @@ from ...kube.client import MERGE_PATCH, ApiError
 from . import constants as C
 from .discovery import ApiResource, Discovery, discover, parse_resource
 from .host import SyncerHost
+from .hubcrds import CRDS
 from .schema import (
     PERMISSIVE_SCHEMA,
     SchemaError,
@@ -36,7 +37,6 @@ from .schema import (
 
 log = logging.getLogger(__name__)
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 #: never synced, even with "*": cluster bookkeeping, not workloads
 EXCLUDED = frozenset({"events", "events.events.k8s.io", "leases.coordination.k8s.io", "endpoints",
                       "endpointslices.discovery.k8s.io", "controllerrevisions.apps", "bindings",
@@ -160,17 +160,17 @@ class TypeSync:
 
     # -- one pass -------------------------------------------------------------------------
 
-    async def poll(self) -> TypeReport:
-        """One pass. Raises ApiError (with ``side``) when the cluster or the hub cannot be read."""
+    async def poll(self, down_disc: Discovery | None = None, hub_disc: Discovery | None = None) -> TypeReport:
+        """One pass (over both sides' discovery as given, else read now). Raises ApiError (with
+        ``side``) when the cluster or the hub cannot be read."""
         report = TypeReport()
-        down_disc = await discover(self.down)
-        hub_disc = await discover(self.hub)
+        down_disc = down_disc or await discover(self.down)
+        hub_disc = hub_disc or await discover(self.hub)
         down_crds = {}
         if down_disc.get("apiextensions.k8s.io", "customresourcedefinitions"):
             items, _ = await self.down.list_all(CRDS)
             down_crds = {o["metadata"]["name"]: o for o in items}
-        items, _ = await self.hub.list_all(CRDS)
-        hub_crds = {o["metadata"]["name"]: o for o in items}
+        hub_crds = await self.syncer.hub_crds()
         self._openapi_index = None
         wanted = self.select(down_disc, report, hub_crds)
         report.offered = wanted

@@ -7,7 +7,11 @@ which combines schema validation and CEL rules the way kube's CR strategy does.
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from typing import Any
+
+import orjson
 
 from fleetplane.apimachinery.errors import FieldError
 
@@ -133,3 +137,20 @@ class StructuralSchema(_PruneMixin, _DefaultMixin, _ValidateMixin, _RulesMixin):
             else:
                 errs.extend(self.validate_rules(obj, old, ratcheting=ratcheting))
         return errs
+
+
+#: every compiled schema in use, by its content's digest (see :func:`shared_schema`)
+_SHARED: weakref.WeakValueDictionary[bytes, StructuralSchema] = weakref.WeakValueDictionary()
+
+
+def shared_schema(openapi_v3_schema: dict[str, Any]) -> StructuralSchema:
+    """The compiled schema of this content, one per process while any type uses it: a CRD whose
+    schema did not change (a label or annotation written: each Syncer marks the CRDs it imported
+    with its cluster) is not compiled again, and the types of its older versions that watches
+    still hold do not keep copies of the same tree (a few MiB for an imported Deployment)."""
+    key = hashlib.sha256(orjson.dumps(openapi_v3_schema, option=orjson.OPT_SORT_KEYS)).digest()
+    schema = _SHARED.get(key)
+    if schema is None:
+        schema = _SHARED[key] = StructuralSchema(openapi_v3_schema)
+    return schema
+
