@@ -129,6 +129,7 @@ async def test_commits_keep_their_pace_while_the_event_loop_is_busy(tmp_path: Pa
         finally:
             stop = True
         busy_mean = sum(times) / len(times)
-        assert busy_mean < max(3 * quiet_mean, quiet_mean + 0.002), (busy_mean, quiet_mean)
+        # the thread writer this replaced took 54 ms against 0.86 ms quiet; a loaded machine adds a few ms
+        assert busy_mean < max(5 * quiet_mean, quiet_mean + 0.015), (busy_mean, quiet_mean)
     finally:
         await store.close()
