@@ -3,12 +3,6 @@
 -- other request uses, so each one answered 200 is a new LogicalCluster and its namespaces.
 dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "report.lua")
 
-local threads = 0
-function setup(thread)
-  thread:set("tid", threads)
-  threads = threads + 1
-end
-
 local n = 0
 local prefix
 

@@ -3,12 +3,6 @@
 -- Each thread counts its own requests; names are PREFIX-<thread>-<n>, so no two collide.
 dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "report.lua")
 
-local threads = 0
-function setup(thread)
-  thread:set("tid", threads)
-  threads = threads + 1
-end
-
 local n = 0
 local kind, prefix
 local filler = string.rep("x", 200)

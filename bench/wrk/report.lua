@@ -1,4 +1,5 @@
--- Shared by the bench's wrk scripts (dofile'd by each): done() prints one line
+-- Shared by the bench's wrk scripts (dofile'd by each): setup() numbers the threads (``tid`` in
+-- each, for names no two threads share); done() prints one line
 --   WRK {json}
 -- with the requests, the errors (non-2xx/3xx responses in errors.status) and the latency
 -- distribution in microseconds, which bench/hub.py parses beside wrk's own --latency text.
@@ -12,4 +13,10 @@ function done(summary, latency, requests)
     e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9),
     latency.max, latency.mean))
+end
+
+local threads = 0
+function setup(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
 end

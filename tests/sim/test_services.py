@@ -171,10 +171,13 @@ def test_defaults_allocation_errors_and_columns(k: Kubectl):
     bad = k.fail("patch", "svc", "plain", "-p", '{"spec":{"clusterIP":"10.100.0.200","clusterIPs":["10.100.0.200"]}}')
     assert 'spec.clusterIPs[0]: Invalid value: []string{"10.100.0.200"}: may not change once set' in bad.err
 
-    k("create", "service", "nodeport", "np", "--tcp", "80:8080", "--node-port", "30005")
-    assert k.get_json("svc", "np")["spec"]["ports"][0]["nodePort"] == 30005
-    bad = k.fail("create", "service", "nodeport", "np2", "--tcp", "80", "--node-port", "30005")
-    assert "spec.ports[0].nodePort: Invalid value: 30005: provided port is already allocated" in bad.err
+    # node ports are cluster-wide: another test's Service (its namespace still going away) may hold one
+    held = {p.get("nodePort") for s in k.get_json("svc", "-A")["items"] for p in s["spec"]["ports"]}
+    port = next(p for p in range(30000, 30011) if p not in held)
+    k("create", "service", "nodeport", "np", "--tcp", "80:8080", "--node-port", str(port))
+    assert k.get_json("svc", "np")["spec"]["ports"][0]["nodePort"] == port
+    bad = k.fail("create", "service", "nodeport", "np2", "--tcp", "80", "--node-port", str(port))
+    assert f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already allocated" in bad.err
     bad = k.fail("create", "service", "nodeport", "np3", "--tcp", "80", "--node-port", "31000")
     assert ("spec.ports[0].nodePort: Invalid value: 31000: provided port is not in the valid range. "
             "The range of valid ports is 30000-30010") in bad.err
@@ -210,5 +213,5 @@ def test_defaults_allocation_errors_and_columns(k: Kubectl):
     rows = {r[0]: r for r in _rows(k("get", "svc").out)[1:]}
     assert rows["headless"][1:5] == ["ClusterIP", "None", "<none>", "80/TCP,443/TCP"]
     assert rows["ext"][1:5] == ["ExternalName", "<none>", "db.example.com", "<none>"]
-    assert rows["np"][1] == "NodePort" and rows["np"][3] == "<none>" and rows["np"][4] == "80:30005/TCP"
+    assert rows["np"][1] == "NodePort" and rows["np"][3] == "<none>" and rows["np"][4] == f"80:{port}/TCP"
     assert "ipFamilies" not in k.get_json("svc", "ext")["spec"]
