@@ -29,8 +29,11 @@ class World:
         self.clusters: dict[str, SimulatedCluster] = {}
 
     def join(self, name: str) -> SimulatedCluster:
+        # kube's downscale stabilisation (300 s; no test here scales down): on a loaded machine a
+        # Pod seen unready for a moment makes an HPA propose fewer replicas (kube counts only ready
+        # Pods), which a short window would let through and the split would rightly follow
         c = SimulatedCluster(self.tmp / name, name, nodes=2, log_name="cluster.log", extra=[
-            "--kubelet-delay", "0.1", "--hpa-sync-period", "1", "--hpa-downscale-stabilization", "5"]).start()
+            "--kubelet-delay", "0.1", "--hpa-sync-period", "1", "--hpa-downscale-stabilization", "300"]).start()
         self.clusters[name] = c
         cfg = c.kubeconfig.read_text()
         # the Syncer's grant for the types beyond its defaults: the logical cluster's administrator gives it

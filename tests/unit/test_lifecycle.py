@@ -106,6 +106,22 @@ async def test_a_terminating_namespace_is_emptied_then_removed(registry: Registr
     await eventually(gone(registry, namespaces, "work"), "the namespace removed once empty")
 
 
+async def test_the_resync_finishes_a_namespace_whose_trigger_was_lost(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resync reads only what is being deleted, and that is enough: a namespace whose every
+    event-driven trigger is dropped still goes, within a resync period."""
+    namespaces = rt(registry, "", "v1", "namespaces")
+    lifecycle, key = registry.lifecycle, "/core/namespaces/root/lost"
+    enqueue = lifecycle._enqueue
+    monkeypatch.setattr(lifecycle, "_enqueue", lambda kind, arg: None if arg == "root|lost" else enqueue(kind, arg))
+    await registry.store.create(namespaces, Context(ROOT), {"metadata": {"name": "lost"}})
+    assert lifecycle.deleting == set()
+    await delete(registry, namespaces, "lost", namespace="")
+    await eventually(lambda: key in lifecycle.deleting, "the terminating namespace tracked for the resync")
+    monkeypatch.setattr(lifecycle, "_enqueue", enqueue)  # its triggers are gone: only the resync is left
+    await eventually(gone(registry, namespaces, "lost"), "the namespace removed by the resync")
+    await eventually(lambda: not lifecycle.deleting, "nothing left for the resync")
+
+
 async def test_a_deleted_crds_instances_go_before_it(registry: Registry) -> None:
     crds = rt(registry, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
     schema = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}

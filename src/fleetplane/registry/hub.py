@@ -72,9 +72,8 @@ class Registry:
         await self.storage.start()
         await self.cache.start()
         crd_cache = self.cache.resource(CRD_PREFIX)
-        for bucket in list(crd_cache.by_cluster.values()):
-            for o in bucket.values():
-                self.catalog.load_crd(o.cluster, o.obj)
+        for o in list(crd_cache.objects(None, None)):
+            self.catalog.load_crd(o.cluster, o.obj)
         self.cache.add_listener(self.catalog.handle_event)
         self.cache.add_listener(self.lifecycle.handle_event)
         self.lifecycle.start()

@@ -13,9 +13,9 @@ source is the watch cache (:meth:`Lifecycle.handle_event`, a cache listener, tur
 work items, much as an informer's callbacks would), the queue holds ``(kind, argument)`` items
 (``("namespace", "lc|ns")``, ``("finalize", key)``, ``("owner-gone", "lc|uid")``,
 ``("dangling", key)``), and one worker runs them in order. A conflict is retried after 0.2 s.
-A resync every 5 s looks again at everything being deleted that waits on these controllers, as
-kube's controllers resync: a trigger lost to a crash or a race costs seconds, not a namespace
-stuck Terminating.
+A resync every 5 s looks again at every namespace, CRD and logical cluster being deleted (a set
+kept from the events, so at rest it reads nothing), as kube's controllers resync: a trigger lost
+to a crash or a race costs seconds, not a namespace stuck Terminating.
 
 The hub hands itself over as a :class:`LifecycleHost` (its watch cache, its generic store and
 two lookups), so this module does not import the registry that runs it.
@@ -48,6 +48,8 @@ NAMESPACE_PREFIX = "/core/namespaces/"
 CRD_PREFIX = "/apiextensions.k8s.io/customresourcedefinitions/"
 CLUSTER_PREFIX = "/tenancy.fleetplane.io/logicalclusters/"
 SYSTEM_MANAGER = "fleetplane-controller-manager"
+#: what the resync looks at again while it is being deleted
+RESYNCED = (NAMESPACE_PREFIX, CRD_PREFIX, CLUSTER_PREFIX)
 #: how often everything being deleted is looked at again (see the module docstring)
 RESYNC_PERIOD = 5.0
 #: how soon a conflicting write is retried
@@ -78,15 +80,17 @@ class Lifecycle:
         self.dependents: dict[tuple[str, str], set[str]] = defaultdict(set)
         #: (cluster, uid) -> key, to tell whether an owner exists
         self.uids: dict[tuple[str, str], str] = {}
+        #: the namespaces, CRDs and logical clusters being deleted: all the resync looks at (at
+        #: rest it reads nothing, however many there are)
+        self.deleting: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Index what the cache holds, queue what waits on us, and start the worker and the resync."""
         for rc in list(self.registry.cache.resources.values()):
-            for bucket in list(rc.by_cluster.values()):
-                for o in list(bucket.values()):
-                    self._index(o, None)
-                    self._check(o)
+            for o in list(rc.objects(None, None)):
+                self._index(o, None)
+                self._check(o)
         self._task = asyncio.create_task(self._run(), name="lifecycle")
 
     async def _run(self) -> None:
@@ -101,8 +105,11 @@ class Lifecycle:
                 await task
 
     def _resync(self) -> None:
-        for prefix in (NAMESPACE_PREFIX, CRD_PREFIX, CLUSTER_PREFIX):
-            for o in list(self.registry.cache.resource(prefix).objects(None, None)):
+        for key in list(self.deleting):
+            o = self._cached(key)
+            if o is None:
+                self.deleting.discard(key)
+            else:
                 self._check(o)
 
     # -- feeding --------------------------------------------------------------------------
@@ -110,6 +117,7 @@ class Lifecycle:
     def handle_event(self, ev: WatchEvent) -> None:
         o = ev.cur
         if ev.type == "DELETED":
+            self.deleting.discard(o.key)
             self.uids.pop((o.cluster, o.obj["metadata"].get("uid", "")), None)
             self._unindex(o)
             uid = o.obj["metadata"].get("uid", "")
@@ -149,6 +157,8 @@ class Lifecycle:
         meta = o.obj["metadata"]
         if not meta.get("deletionTimestamp"):
             return
+        if o.key.startswith(RESYNCED):
+            self.deleting.add(o.key)
         if o.key.startswith(NAMESPACE_PREFIX):
             self._enqueue("namespace", f"{o.cluster}|{o.name}")
         fins = meta.get("finalizers") or []

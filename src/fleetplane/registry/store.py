@@ -12,6 +12,7 @@ import asyncio
 import base64
 import builtins
 import contextlib
+import itertools
 import random
 import time
 from collections.abc import AsyncIterator, Callable
@@ -111,6 +112,10 @@ def copy_obj(obj: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a JSON object (orjson round trip is faster than copy.deepcopy)."""
     copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     return copied
+
+
+def _no_selector(opts: ListOptions) -> bool:
+    return (opts.label_selector is None or opts.label_selector.empty()) and (opts.field_selector is None or opts.field_selector.empty())
 
 
 def encode_continue(rev: int, key: str) -> str:
@@ -325,23 +330,29 @@ class GenericStore:
         rc = self.cache.resource(self.prefix(rt))
         cluster = None if ctx.cluster == "*" else ctx.cluster
         match = self._matcher(rt, opts)
+        namespace = ctx.namespace or None
         name = opts.field_selector.exact_value("metadata.name") if opts.field_selector else None
-        if name is not None and cluster is not None and (not rt.namespaced or ctx.namespace):
+        streamed = False
+        if name is not None and cluster is not None and (not rt.namespaced or namespace):
             one = rc.get(self.key(rt, cluster, ctx.namespace, name)) or self._default(rt, cluster, name)
-            found = [one] if one is not None and match(one) else []
+            found = [one] if one is not None and match(one) and one.key > start else []
+        elif rt.defaults is not None:
+            found = [o for o in rc.objects(cluster, namespace) if match(o)]
+            found += [o for o in self._defaults(rt, cluster, list(rc.objects(cluster, None))) if match(o)]
+            found = sorted((o for o in found if o.key > start), key=lambda o: o.key)
         else:
-            found = [o for o in rc.objects(cluster, ctx.namespace or None) if match(o)]
-            if rt.defaults is not None:
-                found += [o for o in self._defaults(rt, cluster, list(rc.objects(cluster, None))) if match(o)]
-            found.sort(key=lambda o: o.key)
-        if start:
-            found = [o for o in found if o.key > start]
+            # the scope's range in key order from the page's start: a page reads its own objects only
+            matching = (o for o in rc.objects(cluster, namespace, after=start) if match(o))
+            found = list(itertools.islice(matching, opts.limit + 1) if opts.limit else matching)
+            streamed = True
         meta: dict[str, Any] = {"resourceVersion": str(rev)}
         if opts.limit and len(found) > opts.limit:
             remaining = len(found) - opts.limit
             found = found[: opts.limit]
             meta["continue"] = encode_continue(rev, found[-1].key)
-            meta["remainingItemCount"] = remaining
+            # as kube's storage: counted only without selectors (with them the count would not be exact)
+            if _no_selector(opts):
+                meta["remainingItemCount"] = rc.count(cluster, namespace, after=found[-1].key) if streamed else remaining
         return found, meta
 
     def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, builtins.list[WatchEvent]]:
@@ -354,9 +365,7 @@ class GenericStore:
     def initial_objects(self, rt: ResourceType, ctx: Context, opts: ListOptions) -> builtins.list[CachedObject]:
         cluster = None if ctx.cluster == "*" else ctx.cluster
         match = self._matcher(rt, opts)
-        found = [o for o in self.cache.resource(self.prefix(rt)).objects(cluster, ctx.namespace or None) if match(o)]
-        found.sort(key=lambda o: o.key)
-        return found
+        return [o for o in self.cache.resource(self.prefix(rt)).objects(cluster, ctx.namespace or None) if match(o)]
 
     # -- create -----------------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ class HubApp:
         self.pipeline = pipeline
         #: this app's own metrics (``/metrics``), whatever other apps the process runs
         self.metrics = Metrics(
-            logical_clusters=lambda: len(registry.cache.resource(CLUSTERS_PREFIX).by_cluster.get("root", ())),
+            logical_clusters=lambda: registry.cache.resource(CLUSTERS_PREFIX).count("root"),
             storage_revision=lambda: registry.cache.revision, watch_cache_history=registry.cache.history_sizes)
         registry.store.conversion.observe = self.metrics.observe_conversion
         self.resources = ResourceHandler(registry, config.bookmark_interval, watchers=self.metrics.watchers)

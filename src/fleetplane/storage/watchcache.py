@@ -28,11 +28,12 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from sortedcontainers import SortedDict
 
 from ..apimachinery.jsonvalue import dumps_to_keep
 from .interface import CompactedError, Event, EventType, KeyValue, Store, UnavailableError
@@ -222,10 +223,9 @@ class ResourceCache:
     def __init__(self, prefix: str, start_revision: int, limits: HistoryLimits | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.prefix = prefix
-        self.by_cluster: dict[str, dict[str, CachedObject]] = {}
-        #: the namespaced objects again, by (cluster, namespace): a list in one namespace reads
-        #: only its objects, not every object of the logical cluster (kube's cacher indexes too)
-        self.by_namespace: dict[tuple[str, str], dict[str, CachedObject]] = {}
+        #: every object by key, in key order: a logical cluster's and a namespace's objects are
+        #: each one range of it, so a list or a page reads only its range, already sorted
+        self.by_key: SortedDict[str, CachedObject] = SortedDict()
         self.history: collections.deque[WatchEvent] = collections.deque()
         self.history_bytes = 0
         self.limits = limits or HistoryLimits()
@@ -235,29 +235,20 @@ class ResourceCache:
         self.watchers: set[Watcher] = set()
 
     def load(self, o: CachedObject) -> None:
-        self.by_cluster.setdefault(o.cluster, {})[o.key] = o
-        if o.namespace:
-            self.by_namespace.setdefault((o.cluster, o.namespace), {})[o.key] = o
+        self.by_key[o.key] = o
 
     def apply(self, ev: Event, stored: dict[str, Any] | None = None) -> WatchEvent:
         """Apply one change; ``stored``: the object of a PUT's value, handed over by its writer."""
-        bucket = self.by_cluster.setdefault(split_key(ev.key)[2], {})
-        prev = bucket.get(ev.key)
+        objects = self.by_key
+        prev = objects.get(ev.key)
         if ev.type is EventType.DELETE:
             cur = deleted(prev, ev) if prev is not None else decode(ev.key, ev.value, ev.revision)
-            bucket.pop(ev.key, None)
-            if not bucket:
-                del self.by_cluster[cur.cluster]
-            if cur.namespace and (ns := self.by_namespace.get((cur.cluster, cur.namespace))) is not None:
-                ns.pop(ev.key, None)
-                if not ns:
-                    del self.by_namespace[cur.cluster, cur.namespace]
+            if prev is not None:
+                del objects[ev.key]
             wev = WatchEvent("DELETED", cur, prev)
         else:
             cur = decode(ev.key, ev.value, ev.revision, stored)
-            bucket[ev.key] = cur
-            if cur.namespace:
-                self.by_namespace.setdefault((cur.cluster, cur.namespace), {})[ev.key] = cur
+            objects[ev.key] = cur
             wev = WatchEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
         wev.size, wev.arrived = len(ev.value), self.clock()
         self.history.append(wev)
@@ -277,25 +268,36 @@ class ResourceCache:
             self.history_bytes -= dropped.size
             self.oldest_revision = dropped.revision
 
-    def objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
-        """Unsorted objects in scope."""
-        if cluster is not None and namespace:
-            return self.by_namespace.get((cluster, namespace), {}).values()
-        return self._objects(cluster, namespace)
+    def objects(self, cluster: str | None, namespace: str | None, after: str = "") -> Iterator[CachedObject]:
+        """The objects in scope in key order (a list's order), those after the key ``after`` only
+        (a page's start); ``cluster`` None: every logical cluster's."""
+        scope = self._scope(cluster, namespace)
+        keys = self.by_key.irange(minimum=after, inclusive=(False, True)) if after > scope else self.by_key.irange(minimum=scope)
+        objects = self.by_key
+        for key in keys:
+            if not key.startswith(scope):
+                return
+            o = objects[key]
+            # across logical clusters a namespace is not one range: filtered (a rare list)
+            if not namespace or o.namespace == namespace:
+                yield o
 
-    def _objects(self, cluster: str | None, namespace: str | None) -> Iterable[CachedObject]:
-        buckets = self.by_cluster.values() if cluster is None else [self.by_cluster.get(cluster, {})]
-        for bucket in buckets:
-            if namespace:
-                yield from (o for o in bucket.values() if o.namespace == namespace)
-            else:
-                yield from bucket.values()
+    def _scope(self, cluster: str | None, namespace: str | None) -> str:
+        """The prefix of the keys in scope (across logical clusters, a namespace is not one)."""
+        if cluster is None:
+            return self.prefix
+        return f"{self.prefix}{cluster}/{namespace}/" if namespace else f"{self.prefix}{cluster}/"
 
     def get(self, key: str) -> CachedObject | None:
-        return self.by_cluster.get(split_key(key)[2], {}).get(key)
+        return self.by_key.get(key)
 
-    def count(self, cluster: str) -> int:
-        return len(self.by_cluster.get(cluster, ()))
+    def count(self, cluster: str | None, namespace: str | None = None, after: str = "") -> int:
+        """How many objects ``objects`` would yield; without reading them where the scope is one range."""
+        if cluster is None and namespace:
+            return sum(1 for _ in self.objects(cluster, namespace, after))
+        scope = self._scope(cluster, namespace)
+        end = self.by_key.bisect_left(scope[:-1] + "0")  # "0" follows "/": past the scope's last key
+        return max(0, int(end - (self.by_key.bisect_right(after) if after > scope else self.by_key.bisect_left(scope))))
 
 
 class WatchCache:

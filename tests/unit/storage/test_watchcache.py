@@ -268,29 +268,39 @@ async def test_a_watcher_sees_an_object_leave_its_selector_as_deleted(store: SQL
         w.stop()
 
 
-async def test_a_namespace_lists_only_its_objects_through_every_change(store: SQLiteStore, cache: WatchCache) -> None:
-    """objects(cluster, namespace) reads the namespace's own index: right after creates (also
-    loaded at start), updates and deletes, and the index holds nothing for an emptied namespace."""
+async def test_a_scope_lists_its_range_in_key_order_through_every_change(store: SQLiteStore, cache: WatchCache) -> None:
+    """objects(cluster, namespace, after) reads the scope's range of the key index, in key order,
+    from just after ``after``: right after creates (also loaded at start), updates and deletes;
+    count() agrees with it without reading the objects."""
     a = await store.create(key("a"), value("a"))
     await store.create(key("b", namespace="other"), value("b"))
     await store.create(key("c", cluster="east"), value("c"))
+    await store.create(key("d"), value("d"))
+    await store.create(key("e", cluster="east-2"), value("e"))  # a cluster whose name extends another's
     await cache.sync()
     rc = cache.resource(PREFIX)
 
-    def names(cluster: str | None, ns: str | None) -> list[str]:
-        return sorted(o.name for o in rc.objects(cluster, ns))
+    def names(cluster: str | None, ns: str | None, after: str = "") -> list[str]:
+        found = [o.name for o in rc.objects(cluster, ns, after)]
+        assert rc.count(cluster, ns, after) == len(found)
+        return found
 
-    assert names("root", "default") == ["a"] and names("root", "other") == ["b"] and names("east", "default") == ["c"]
-    assert names("root", None) == ["a", "b"] and names(None, "default") == ["a", "c"]
+    assert names("root", "default") == ["a", "d"] and names("root", "other") == ["b"] and names("east", "default") == ["c"]
+    assert names("root", None) == ["a", "d", "b"] and names(None, "default") == ["e", "c", "a", "d"]
+    assert names(None, None) == ["e", "c", "a", "d", "b"]  # "-" sorts before "/"
+    # a page's start: after a key in scope, before the scope, past it
+    assert names("root", None, after=key("a")) == ["d", "b"] and names("root", "default", after=key("d")) == []
+    assert names("root", None, after=key("c", cluster="east")) == ["a", "d", "b"]
+    assert names("east", None, after=key("a")) == [] and names(None, "default", after=key("e", cluster="east-2")) == ["c", "a", "d"]
     a2 = await store.update(key("a"), value("a", v="2"), a)
     await cache.sync()
-    assert [o.obj["data"] for o in rc.objects("root", "default")] == [{"v": "2"}]
+    assert [o.obj["data"] for o in rc.objects("root", "default")] == [{"v": "2"}, {}]
     await store.delete(key("a"), a2)
     await cache.sync()
-    assert names("root", "default") == [] and ("root", "default") not in rc.by_namespace
+    assert names("root", "default") == ["d"] and rc.get(key("a")) is None
     restarted = WatchCache(store)  # loaded from the store at start: indexed too
     await restarted.start()
     try:
-        assert sorted(o.name for o in restarted.resource(PREFIX).objects("root", "other")) == ["b"]
+        assert [o.name for o in restarted.resource(PREFIX).objects(None, None)] == ["e", "c", "d", "b"]
     finally:
         await restarted.close()
