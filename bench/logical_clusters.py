@@ -248,8 +248,9 @@ def render(r: dict[str, Any]) -> list[str]:
         " baseline of the list across `/clusters/*` is the list of every LogicalCluster: as many objects as there are"
         " logical clusters, of about a namespace's size, all in one logical cluster (root), so what differs per object is"
         " the wildcard's walk over every logical cluster. The paged list's baseline is the whole list of the same"
-        " namespaces; each page scans and sorts every namespace of the hub again, so a paged list that has not ended"
-        " within its budget is projected from the pages it read.", "",
+        " namespaces; each page is a request of its own (its own TLS records, gzip, JSON head) and starts at its"
+        " `continue` key in the watch cache's key-ordered index; a paged list that has not ended within its budget"
+        " is projected from the pages it read.", "",
         "| list | objects | first / again | µs per object, first / again | hub CPU, first / again | JSON (wire) |",
         "|---|---|---|---|---|---|",
         listed("every LogicalCluster (root's `logicalclusters`): the baseline", lcs),
