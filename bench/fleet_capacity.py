@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import ssl
 import time
 import urllib.request
@@ -180,6 +181,8 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
             hub_flags += ["--audit-log-path", audit_log, "--audit-policy-file", str(policy)]
         hub = lab.start_hub(*hub_flags)
         cm = controller_manager(hub)
+        assert hub.pid is not None
+        start_rss = {"hub": _stat(hub.pid)[0], "cm": _stat(cm)[0] if cm else 0.0}
         flags = ["--nodes", str(nodes)]
         if heartbeat is not None:
             flags += ["--heartbeat-interval", str(heartbeat)]
@@ -222,6 +225,8 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
             "hub_rss_mib": round(after[hub.pid][0], 1),
             "hub_idle_cpu_percent": round(hub_cpu, 2),
             "hub_rss_mib_per_cluster": round(after[hub.pid][0] / clusters, 2),
+            "hub_rss_mib_at_start": round(start_rss["hub"], 1),
+            "hub_rss_mib_added_per_cluster": round((after[hub.pid][0] - start_rss["hub"]) / clusters, 2),
             "hub_idle_cpu_percent_per_cluster": round(hub_cpu / clusters, 4),
             "hub_fds": _fds(hub.pid), "sim_fds": sum(_fds(pid) for pid in sim_pids),
             "hub_requests_per_s": _rates(req0[hub.name], req1[hub.name], window, top=15),
@@ -231,6 +236,7 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         if cm is not None:
             cm_cpu = (after[cm][1] - before[cm][1]) / window * 100
             out.update({"cm_rss_mib": round(after[cm][0], 1), "cm_idle_cpu_percent": round(cm_cpu, 2),
+                        "cm_rss_mib_added_per_cluster": round((after[cm][0] - start_rss["cm"]) / clusters, 2),
                         "cm_idle_cpu_percent_per_cluster": round(cm_cpu / clusters, 4), "cm_fds": _fds(cm)})
         if audit:
             out["hub_requests_per_s_by_user"] = audited_by_user(audit_log, wall1, wall2)
@@ -240,7 +246,70 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         return out
 
 
+#: the sizes ``make bench`` measures (``--multi``): per-cluster costs should be flat along them.
+#: 1,000 does not fit here: each attached cluster holds about 30 of the controller-manager's
+#: file descriptors and 46 of the simulator's (a connection per watch, HTTP/1.1, on both sides of
+#: every Syncer), and this machine's hard RLIMIT_NOFILE is 20,000 per process
+SERIES = (20, 100, 300)
+
+
+def run_series(sizes: tuple[int, ...] = SERIES) -> dict[str, Any]:
+    """One ``--multi --split`` run per size, smallest first."""
+    return {"series": [run(n, multi=True, split=True) for n in sizes],
+            "open_files_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[1]}
+
+
 def render(r: dict) -> list[str]:
+    if "series" not in r:
+        return _render_one(r)
+    rows = r["series"]
+    lines = [
+        "## Fleet capacity on one machine (`bench/fleet_capacity.py`)", "",
+        "N simulated clusters (2 nodes each) in one `cluster simulate --count N` process, each its own endpoint,"
+        " attached to one `fleetplane start` hub with a controller-manager process beside it (the Cluster"
+        " controller and N push Syncers); after all are Ready and 10 s to settle, a window at rest, then a"
+        " Deployment of N replicas split one per cluster. Per cluster: each process's resident memory and CPU"
+        " divided by N (memory: what it grew by since it started); the smallest size is the baseline of the ratio"
+        " (flat is 1.0).", "",
+        "| clusters | all Ready (s) | hub MiB added per cluster | hub CPU at rest per cluster (% of a core) |"
+        " controller-manager MiB added / CPU % per cluster | simulator MiB / CPU % per cluster | hub fds per cluster |"
+        " hub requests/s at rest | split Deployment Available (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in rows:
+        reqs = sum((x.get("hub_requests_per_s") or {}).values())
+        lines.append(
+            f"| {x['clusters']} | {x['all_ready_s']} | {x['hub_rss_mib_added_per_cluster']} | {x['hub_idle_cpu_percent_per_cluster']}"
+            f" | {x.get('cm_rss_mib_added_per_cluster', '?')} / {x.get('cm_idle_cpu_percent_per_cluster', '?')}"
+            f" | {x['sim_rss_mib_each']} / {x['sim_idle_cpu_percent_each']} | {round(x['hub_fds'] / x['clusters'], 1)}"
+            f" | {round(reqs, 1)} | {x.get('split_available_s', '?')} |")
+    lo, hi = rows[0], rows[-1]
+
+    def ratio(key: str, per_cluster: bool = False) -> str:
+        """The largest size's figure over the smallest's (a total divided by N first)."""
+        if not lo.get(key) or key not in hi:
+            return "?"
+        n = hi["clusters"] / lo["clusters"] if per_cluster else 1
+        return f"{hi[key] / lo[key] / n:.2f}"
+
+    lines += [
+        f"| ratio per cluster, {hi['clusters']} over {lo['clusters']} | {ratio('all_ready_s', True)}"
+        f" | {ratio('hub_rss_mib_added_per_cluster')} | {ratio('hub_idle_cpu_percent_per_cluster')} | | | | |"
+        f" {ratio('split_available_s', True)} |", "",
+        f"Goals (issue 16 item 9): hub at rest at most 0.1 % of a core and 5 MiB per cluster, flat to 1,000:"
+        f" CPU {'met' if hi['hub_idle_cpu_percent_per_cluster'] <= 0.1 else 'not met'}"
+        f" ({hi['hub_idle_cpu_percent_per_cluster']} %), memory"
+        f" {'met' if hi['hub_rss_mib_added_per_cluster'] <= 5 else 'not met'} ({hi['hub_rss_mib_added_per_cluster']} MiB"
+        f" above the hub's {hi['hub_rss_mib_at_start']} MiB at start). 1,000 clusters were not measured: each attached cluster holds about"
+        f" {round(hi.get('cm_fds', 0) / hi['clusters'])} of the controller-manager's file descriptors and"
+        f" {round(hi['sim_fds'] / hi['clusters'])} of the simulator's (a connection per watch, HTTP/1.1, on both sides"
+        f" of each Syncer; the hub's own {round(hi['hub_fds'] / hi['clusters'])} would fit), and this machine's hard"
+        f" open-files limit is {r.get('open_files_limit', '?')} per process.",
+    ]
+    return lines
+
+
+def _render_one(r: dict) -> list[str]:
     per = r["sim_rss_mib_each"] + r["hub_rss_mib_per_cluster"]
     fits = int(r["machine_memory_gib"] * 1024 * 0.8 / per) if per else 0
     how = ("one `cluster simulate --count N` process" if r.get("mode") == "multi"

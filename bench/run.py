@@ -340,7 +340,7 @@ def collect(quick: bool, only: set[str] | None) -> dict:
     if want("capacity"):
         from . import fleet_capacity
 
-        results["capacity"] = fleet_capacity.run(5 if quick else 20)
+        results["capacity"] = fleet_capacity.run_series((5,) if quick else fleet_capacity.SERIES)
     if want("policy"):
         from . import policy as policy_bench
 

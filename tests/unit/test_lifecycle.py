@@ -147,6 +147,10 @@ async def test_a_deleted_logical_cluster_takes_everything_in_it(registry: Regist
     await eventually(gone(registry, clusters, "team-b"), "the LogicalCluster removed after its contents")
     left = [o.key for rc in registry.cache.resources.values() for o in rc.objects("team-b", None)]
     assert left == []
+    # used again, it comes into being again (ensure_cluster does not remember it as ready)
+    await registry.ensure_cluster("team-b")
+    assert await get(registry, clusters, "team-b") is not None
+    assert await get(registry, rt(registry, "", "v1", "namespaces"), "default", cluster="team-b") is not None
 
 
 async def test_background_deletion_collects_dependents(registry: Registry) -> None:

@@ -16,7 +16,7 @@ from ..apis.tenancy import cluster_name_error
 from ..pipeline.admission.chain import Plugin
 from ..pipeline.admission.plugins import KindAdmission, KindCheck, default_chain
 from ..storage.interface import Store
-from ..storage.watchcache import WatchCache
+from ..storage.watchcache import WatchCache, WatchEvent
 from .catalog import CRD_PREFIX, ROOT, Catalog
 from .conversion import Converter
 from .crd import default_crd, types_from_crd
@@ -40,6 +40,7 @@ def system_types(crds: Iterable[dict[str, Any]],
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CLUSTERS_PREFIX = "/tenancy.fleetplane.io/logicalclusters/root/"
+NAMESPACES_PREFIX = "/core/namespaces/"
 
 
 class Registry:
@@ -67,6 +68,9 @@ class Registry:
             rt.strategy.bind_stored(partial(self._stored, rt))
         self.lifecycle = Lifecycle(self)
         self._creating: dict[str, asyncio.Future[None]] = {}
+        #: logical clusters found ready, so that a request's check is one set lookup; any change
+        #: to a LogicalCluster or to one of its default namespaces forgets it (:meth:`_forget_ready`)
+        self._ready: set[str] = set()
 
     async def start(self) -> None:
         await self.storage.start()
@@ -75,6 +79,7 @@ class Registry:
         for o in list(crd_cache.objects(None, None)):
             self.catalog.load_crd(o.cluster, o.obj)
         self.cache.add_listener(self.catalog.handle_event)
+        self.cache.add_listener(self._forget_ready)
         self.cache.add_listener(self.lifecycle.handle_event)
         self.lifecycle.start()
         await self.ensure_cluster(ROOT)
@@ -121,13 +126,13 @@ class Registry:
             return False
 
     def namespace_state(self, cluster: str, namespace: str) -> str | None:
-        o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
+        o = self.cache.resource(NAMESPACES_PREFIX).get(f"{NAMESPACES_PREFIX}{cluster}/{namespace}")
         if o is None:
             return None
         return "Terminating" if o.obj["metadata"].get("deletionTimestamp") else "Active"
 
     def namespace_labels(self, cluster: str, namespace: str) -> dict[str, str]:
-        o = self.cache.resource("/core/namespaces/").get(f"/core/namespaces/{cluster}/{namespace}")
+        o = self.cache.resource(NAMESPACES_PREFIX).get(f"{NAMESPACES_PREFIX}{cluster}/{namespace}")
         return dict(o.obj["metadata"].get("labels") or {}) if o is not None else {}
 
     def _stored(self, rt: ResourceType, cluster: str) -> list[dict[str, Any]]:
@@ -157,12 +162,24 @@ class Registry:
     def _cluster_ready(self, name: str) -> bool:
         """The LogicalCluster exists, and so do its undeletable namespaces (another replica, or
         one that died, may have written the one and not yet the others)."""
+        if name in self._ready:
+            return True
         o = self.cache.resource(CLUSTERS_PREFIX).get(CLUSTERS_PREFIX + name)
         if o is None:
             return False
         if o.obj["metadata"].get("deletionTimestamp"):
             return True
-        return all(self.namespace_state(name, ns) is not None for ns in DEFAULT_NAMESPACES[:3])
+        if all(self.namespace_state(name, ns) is not None for ns in DEFAULT_NAMESPACES[:3]):
+            self._ready.add(name)
+            return True
+        return False
+
+    def _forget_ready(self, ev: WatchEvent) -> None:
+        o = ev.cur
+        if o.key.startswith(CLUSTERS_PREFIX):
+            self._ready.discard(o.name)
+        elif o.key.startswith(NAMESPACES_PREFIX) and o.name in DEFAULT_NAMESPACES:
+            self._ready.discard(o.cluster)
 
     async def ensure_cluster(self, name: str) -> None:
         """Create logical cluster ``name`` (with its default namespaces) if it does not exist."""

@@ -32,7 +32,8 @@ class StaticTokens:
     """Fixed tokens (the hub's admin token, a ``--token-auth-file``)."""
 
     def __init__(self, users: dict[str, UserInfo]) -> None:
-        self.users = users
+        # with system:authenticated already: each request then reuses one UserInfo, not a new one
+        self.users = {token: user.with_authenticated_group() for token, user in users.items()}
 
     async def authenticate_token(self, token: str, cluster: str) -> UserInfo | None:
         return self.users.get(token)
