@@ -20,7 +20,7 @@ from ..storage.watchcache import WatchCache, WatchEvent
 from .catalog import CRD_PREFIX, ROOT, Catalog
 from .conversion import Converter
 from .crd import default_crd, types_from_crd
-from .lifecycle import SYSTEM_MANAGER, Lifecycle
+from .lifecycle import NAMESPACE_PREFIX, SYSTEM_MANAGER, Lifecycle
 from .store import Context, GenericStore
 from .types import ResourceType
 
@@ -40,7 +40,6 @@ def system_types(crds: Iterable[dict[str, Any]],
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CLUSTERS_PREFIX = "/tenancy.fleetplane.io/logicalclusters/root/"
-NAMESPACES_PREFIX = "/core/namespaces/"
 
 
 class Registry:
@@ -126,13 +125,13 @@ class Registry:
             return False
 
     def namespace_state(self, cluster: str, namespace: str) -> str | None:
-        o = self.cache.resource(NAMESPACES_PREFIX).get(f"{NAMESPACES_PREFIX}{cluster}/{namespace}")
+        o = self.cache.resource(NAMESPACE_PREFIX).get(f"{NAMESPACE_PREFIX}{cluster}/{namespace}")
         if o is None:
             return None
         return "Terminating" if o.obj["metadata"].get("deletionTimestamp") else "Active"
 
     def namespace_labels(self, cluster: str, namespace: str) -> dict[str, str]:
-        o = self.cache.resource(NAMESPACES_PREFIX).get(f"{NAMESPACES_PREFIX}{cluster}/{namespace}")
+        o = self.cache.resource(NAMESPACE_PREFIX).get(f"{NAMESPACE_PREFIX}{cluster}/{namespace}")
         return dict(o.obj["metadata"].get("labels") or {}) if o is not None else {}
 
     def _stored(self, rt: ResourceType, cluster: str) -> list[dict[str, Any]]:
@@ -178,7 +177,7 @@ class Registry:
         o = ev.cur
         if o.key.startswith(CLUSTERS_PREFIX):
             self._ready.discard(o.name)
-        elif o.key.startswith(NAMESPACES_PREFIX) and o.name in DEFAULT_NAMESPACES:
+        elif o.key.startswith(NAMESPACE_PREFIX) and o.name in DEFAULT_NAMESPACES:
             self._ready.discard(o.cluster)
 
     async def ensure_cluster(self, name: str) -> None:

@@ -114,8 +114,8 @@ def copy_obj(obj: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def _no_selector(opts: ListOptions) -> bool:
-    return (opts.label_selector is None or opts.label_selector.empty()) and (opts.field_selector is None or opts.field_selector.empty())
+def _selects(selector: LabelSelector | FieldSelector | None) -> bool:
+    return selector is not None and not selector.empty()
 
 
 def encode_continue(rev: int, key: str) -> str:
@@ -287,8 +287,7 @@ class GenericStore:
     def _matcher(self, rt: ResourceType, opts: ListOptions) -> Callable[[CachedObject], bool]:
         labels = opts.label_selector
         fields = opts.field_selector
-        has_labels = labels is not None and not labels.empty()
-        has_fields = fields is not None and not fields.empty()
+        has_labels, has_fields = _selects(labels), _selects(fields)
         getters = rt.field_selectors
 
         def match(o: CachedObject) -> bool:
@@ -351,7 +350,7 @@ class GenericStore:
             found = found[: opts.limit]
             meta["continue"] = encode_continue(rev, found[-1].key)
             # as kube's storage: counted only without selectors (with them the count would not be exact)
-            if _no_selector(opts):
+            if not (_selects(opts.label_selector) or _selects(opts.field_selector)):
                 meta["remainingItemCount"] = rc.count(cluster, namespace, after=found[-1].key) if streamed else remaining
         return found, meta
 

@@ -140,7 +140,8 @@ class Configurations:
         self._parsed: dict[str, dict[str, tuple[int, list[Hook]]]] = {}
 
     def hooks(self, cluster: str) -> list[Hook]:
-        objects = sorted(self.cache.resource(self.prefix).objects(cluster, None), key=lambda o: o.name)
+        # in key order, which for these cluster-scoped objects is by name
+        objects = list(self.cache.resource(self.prefix).objects(cluster, None))
         if not objects:
             self._parsed.pop(cluster, None)
             return []
