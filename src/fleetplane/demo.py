@@ -207,16 +207,25 @@ class Demo:
         """Print `kubectl get ARGS` each time it changes (ages and durations aside), until
         ``done(table)``; the last table."""
         last = ""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.lab.check()
-            table = self.k("get", *args, quiet=True)
+
+        def show(table: str) -> None:
+            nonlocal last
             shown = _DURATION.sub("", table)
             if shown != last:
                 print(f"$ kubectl get {' '.join(args)}        # t={time.monotonic() - self.started:4.1f}s")
                 print(textwrap.indent(table, "  ") + "\n")
                 last = shown
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.lab.check()
+            table = self.k("get", *args, quiet=True)
+            show(table)
             if done(table):
+                # a condition read from the API may have come true after this table was taken: the
+                # transcript ends with what was there once it held
+                table = self.k("get", *args, quiet=True)
+                show(table)
                 return table
             time.sleep(0.5)
         raise LabError(f"{what} did not converge in time:\n{table}")
