@@ -58,6 +58,12 @@ def _stable_port() -> int:
     raise AssertionError("no free port")
 
 
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (``T``: stopped by a signal)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 @dataclass
 class TLSFiles:
     ca: Path
@@ -182,9 +188,15 @@ class Member:
             self.proc.kill()
             self.proc.wait()
 
-    def pause(self) -> None:
+    def pause(self, timeout: float = 5.0) -> None:
+        """SIGSTOP, and wait until the kernel has stopped the process: the signal is delivered
+        asynchronously, and a request sent just after it could still be answered."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while _state(self.proc.pid) != "T":
+            assert time.monotonic() < deadline, "etcd did not stop"
+            time.sleep(0.01)
 
     def resume(self) -> None:
         assert self.proc is not None
