@@ -63,17 +63,32 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def controller_manager(hub: Process, timeout: float = 60.0) -> int | None:
-    """The pid of the hub's controller-manager child (None: it runs its controllers in-process)."""
+def controller_managers(hub: Process, count: int = 1, timeout: float = 60.0) -> list[int]:
+    """The pids of the hub's ``count`` controller-manager children (its shards); [] if they do
+    not all appear (the hub runs its controllers in-process)."""
     assert hub.pid is not None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        found = []
         for pid in _children(hub.pid):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"controller-manager" in f.read().split(b"\0"):
-                    return pid
+                    found.append(pid)
+        if len(found) >= count:
+            return found
         time.sleep(0.5)
-    return None
+    return []
+
+
+#: at most this many simulated clusters per simulator process and per controller-manager shard:
+#: a cluster holds about 47 of its simulator's file descriptors and 39 of its shard's (a
+#: connection per watch, HTTP/1.1), and this machine's hard RLIMIT_NOFILE is 20,000 per process
+CLUSTERS_PER_PROCESS = 300
+
+
+def processes_for(clusters: int) -> int:
+    """How many simulator processes, and controller-manager shards, ``clusters`` are spread over."""
+    return -(-clusters // CLUSTERS_PER_PROCESS)
 
 
 #: what the ``--audit`` log records: who asked for what, once per request
@@ -170,26 +185,34 @@ spec:
 
 
 def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: int = 2,
-        heartbeat: float | None = None, audit: bool = False, window: float = WINDOW_S) -> dict[str, Any]:
+        heartbeat: float | None = None, audit: bool = False, window: float = WINDOW_S,
+        shards: int = 1, simulators: int = 1) -> dict[str, Any]:
+    """With ``multi``: the clusters in ``simulators`` ``--count`` processes, synced by ``shards``
+    controller-manager processes (``fleetplane start --controller-manager-shards``)."""
     # both sides hold a few connections per cluster (watches, the Syncers' pools)
     with Lab(open_files=max(20000, 64 * clusters + 4096)) as lab:
         hub_flags = list(HUB_FLAGS)
+        if shards > 1:
+            hub_flags += ["--controller-manager-shards", str(shards)]
         audit_log = str(lab.root / "audit.log")
         if audit:
             policy = lab.root / "audit-policy.yaml"
             policy.write_text(AUDIT_POLICY)
             hub_flags += ["--audit-log-path", audit_log, "--audit-policy-file", str(policy)]
         hub = lab.start_hub(*hub_flags)
-        cm = controller_manager(hub)
+        cms = controller_managers(hub, shards)
         assert hub.pid is not None
-        start_rss = {"hub": _stat(hub.pid)[0], "cm": _stat(cm)[0] if cm else 0.0}
+        start_rss = {"hub": _stat(hub.pid)[0], "cm": sum(_stat(pid)[0] for pid in cms)}
         flags = ["--nodes", str(nodes)]
         if heartbeat is not None:
             flags += ["--heartbeat-interval", str(heartbeat)]
         t0 = time.monotonic()
         if multi:
-            names = [m.name for m in lab.simulate_many("c", clusters, *flags, timeout=600)]
-            sims = [lab["c"]]
+            sizes = [clusters // simulators + (1 if j < clusters % simulators else 0) for j in range(simulators)]
+            prefixes = ["c"] if simulators == 1 else [f"c{j}" for j in range(simulators)]
+            names = [m.name for prefix, size in zip(prefixes, sizes, strict=True)
+                     for m in lab.simulate_many(prefix, size, *flags, timeout=600)]
+            sims = [lab[prefix] for prefix in prefixes]
         else:
             names = [f"c{i}" for i in range(clusters)]
             sims = lab.simulate_all(names, *flags, timeout=600)
@@ -200,7 +223,7 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         # settle (the first type imports, discovery caches, the watch caches filled), then a quiet window
         time.sleep(10)
         procs = [hub, *sims]
-        pids = [p.pid for p in procs if p.pid] + ([cm] if cm else [])
+        pids = [p.pid for p in procs if p.pid] + cms
         req0 = {p.name: requests_by_kind(p) for p in procs}
         before = {pid: _stat(pid) for pid in pids}
         t1, wall1 = time.monotonic(), time.time()
@@ -213,7 +236,7 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         hub_cpu = (after[hub.pid][1] - before[hub.pid][1]) / window * 100
         sim_cpu = sum(after[pid][1] - before[pid][1] for pid in sim_pids) / window * 100
         sim_rss = sum(after[pid][0] for pid in sim_pids)
-        sim_req = {}
+        sim_req: dict[str, float] = {}
         for p in sims:
             for k, v in _rates(req0[p.name], req1[p.name], window, top=30).items():
                 sim_req[k] = round(sim_req.get(k, 0.0) + v, 2)
@@ -232,12 +255,15 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
             "hub_requests_per_s": _rates(req0[hub.name], req1[hub.name], window, top=15),
             "sim_requests_per_s": dict(sorted(sim_req.items(), key=lambda kv: -kv[1])[:8]),
             "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "simulators": len(sims), "sim_fds_max": max(_fds(pid) for pid in sim_pids),
         }
-        if cm is not None:
-            cm_cpu = (after[cm][1] - before[cm][1]) / window * 100
-            out.update({"cm_rss_mib": round(after[cm][0], 1), "cm_idle_cpu_percent": round(cm_cpu, 2),
-                        "cm_rss_mib_added_per_cluster": round((after[cm][0] - start_rss["cm"]) / clusters, 2),
-                        "cm_idle_cpu_percent_per_cluster": round(cm_cpu / clusters, 4), "cm_fds": _fds(cm)})
+        if cms:
+            cm_cpu = sum(after[pid][1] - before[pid][1] for pid in cms) / window * 100
+            cm_rss = sum(after[pid][0] for pid in cms)
+            out.update({"cm_shards": len(cms), "cm_rss_mib": round(cm_rss, 1), "cm_idle_cpu_percent": round(cm_cpu, 2),
+                        "cm_rss_mib_added_per_cluster": round((cm_rss - start_rss["cm"]) / clusters, 2),
+                        "cm_idle_cpu_percent_per_cluster": round(cm_cpu / clusters, 4),
+                        "cm_fds": sum(_fds(pid) for pid in cms), "cm_fds_max": max(_fds(pid) for pid in cms)})
         if audit:
             out["hub_requests_per_s_by_user"] = audited_by_user(audit_log, wall1, wall2)
         if split:
@@ -246,16 +272,15 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         return out
 
 
-#: the sizes ``make bench`` measures (``--multi``): per-cluster costs should be flat along them.
-#: 1,000 does not fit here: each attached cluster holds about 30 of the controller-manager's
-#: file descriptors and 46 of the simulator's (a connection per watch, HTTP/1.1, on both sides of
-#: every Syncer), and this machine's hard RLIMIT_NOFILE is 20,000 per process
-SERIES = (20, 100, 300)
+#: the sizes ``make bench`` measures (``--multi``): per-cluster costs should be flat along them
+SERIES = (20, 100, 300, 1000)
 
 
 def run_series(sizes: tuple[int, ...] = SERIES) -> dict[str, Any]:
-    """One ``--multi --split`` run per size, smallest first."""
-    return {"series": [run(n, multi=True, split=True) for n in sizes],
+    """One ``--multi --split`` run per size, smallest first, over :func:`processes_for` simulator
+    processes and controller-manager shards."""
+    return {"series": [run(n, multi=True, split=True, shards=processes_for(n), simulators=processes_for(n))
+                       for n in sizes],
             "open_files_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[1]}
 
 
@@ -265,21 +290,26 @@ def render(r: dict) -> list[str]:
     rows = r["series"]
     lines = [
         "## Fleet capacity on one machine (`bench/fleet_capacity.py`)", "",
-        "N simulated clusters (2 nodes each) in one `cluster simulate --count N` process, each its own endpoint,"
-        " attached to one `fleetplane start` hub with a controller-manager process beside it (the Cluster"
-        " controller and N push Syncers); after all are Ready and 10 s to settle, a window at rest, then a"
-        " Deployment of N replicas split one per cluster. Per cluster: each process's resident memory and CPU"
-        " divided by N (memory: what it grew by since it started); the smallest size is the baseline of the ratio"
-        " (flat is 1.0).", "",
-        "| clusters | all Ready (s) | hub MiB added per cluster | hub CPU at rest per cluster (% of a core) |"
-        " controller-manager MiB added / CPU % per cluster | simulator MiB / CPU % per cluster | hub fds per cluster |"
-        " hub requests/s at rest | split Deployment Available (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "N simulated clusters (2 nodes each) in `cluster simulate --count` processes of at most"
+        f" {CLUSTERS_PER_PROCESS} clusters, each cluster its own endpoint, attached to one `fleetplane start` hub"
+        " whose controller-manager (the Cluster controller and N push Syncers) runs as one process per"
+        f" {CLUSTERS_PER_PROCESS} clusters (`--controller-manager-shards`); after all are Ready and 10 s to settle,"
+        " a window at rest, then a Deployment of N replicas split one per cluster. Per cluster: each process's"
+        " resident memory and CPU divided by N (memory: what it grew by since it started); the smallest size is"
+        " the baseline of the ratio (flat is 1.0). A process holds at most 20,000 open files here (hard"
+        " RLIMIT_NOFILE), and a cluster about 47 of its simulator's and 39 of its shard's (a connection per watch,"
+        " HTTP/1.1): hence the processes.", "",
+        "| clusters | processes: simulators / controller-manager shards | all Ready (s) | hub MiB added per cluster"
+        " | hub CPU at rest per cluster (% of a core) | controller-manager MiB added / CPU % per cluster"
+        " | simulator MiB / CPU % per cluster | hub fds per cluster | hub requests/s at rest"
+        " | split Deployment Available (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in rows:
         reqs = sum((x.get("hub_requests_per_s") or {}).values())
         lines.append(
-            f"| {x['clusters']} | {x['all_ready_s']} | {x['hub_rss_mib_added_per_cluster']} | {x['hub_idle_cpu_percent_per_cluster']}"
+            f"| {x['clusters']} | {x.get('simulators', 1)} / {x.get('cm_shards', 1)} | {x['all_ready_s']}"
+            f" | {x['hub_rss_mib_added_per_cluster']} | {x['hub_idle_cpu_percent_per_cluster']}"
             f" | {x.get('cm_rss_mib_added_per_cluster', '?')} / {x.get('cm_idle_cpu_percent_per_cluster', '?')}"
             f" | {x['sim_rss_mib_each']} / {x['sim_idle_cpu_percent_each']} | {round(x['hub_fds'] / x['clusters'], 1)}"
             f" | {round(reqs, 1)} | {x.get('split_available_s', '?')} |")
@@ -293,18 +323,14 @@ def render(r: dict) -> list[str]:
         return f"{hi[key] / lo[key] / n:.2f}"
 
     lines += [
-        f"| ratio per cluster, {hi['clusters']} over {lo['clusters']} | {ratio('all_ready_s', True)}"
+        f"| ratio per cluster, {hi['clusters']} over {lo['clusters']} | | {ratio('all_ready_s', True)}"
         f" | {ratio('hub_rss_mib_added_per_cluster')} | {ratio('hub_idle_cpu_percent_per_cluster')} | | | | |"
         f" {ratio('split_available_s', True)} |", "",
         f"Goals (issue 16 item 9): hub at rest at most 0.1 % of a core and 5 MiB per cluster, flat to 1,000:"
         f" CPU {'met' if hi['hub_idle_cpu_percent_per_cluster'] <= 0.1 else 'not met'}"
         f" ({hi['hub_idle_cpu_percent_per_cluster']} %), memory"
         f" {'met' if hi['hub_rss_mib_added_per_cluster'] <= 5 else 'not met'} ({hi['hub_rss_mib_added_per_cluster']} MiB"
-        f" above the hub's {hi['hub_rss_mib_at_start']} MiB at start). 1,000 clusters were not measured: each attached cluster holds about"
-        f" {round(hi.get('cm_fds', 0) / hi['clusters'])} of the controller-manager's file descriptors and"
-        f" {round(hi['sim_fds'] / hi['clusters'])} of the simulator's (a connection per watch, HTTP/1.1, on both sides"
-        f" of each Syncer; the hub's own {round(hi['hub_fds'] / hi['clusters'])} would fit), and this machine's hard"
-        f" open-files limit is {r.get('open_files_limit', '?')} per process.",
+        f" above the hub's {hi['hub_rss_mib_at_start']} MiB at start), at {hi['clusters']} clusters.",
     ]
     return lines
 
@@ -341,6 +367,10 @@ if __name__ == "__main__":
     ap.add_argument("--heartbeat-interval", type=float, default=None, help="the simulated kubelets' lease period")
     ap.add_argument("--audit", action="store_true", help="also count the idle window's hub requests by user")
     ap.add_argument("--window", type=float, default=WINDOW_S, help="seconds of the idle window (default %(default)s)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="with --multi: simulator processes and controller-manager shards (default: one per "
+                         f"{CLUSTERS_PER_PROCESS} clusters)")
     a = ap.parse_args()
+    n = a.processes or processes_for(a.clusters)
     print(json.dumps(run(a.clusters, multi=a.multi, split=a.split, nodes=a.nodes, heartbeat=a.heartbeat_interval,
-                         audit=a.audit, window=a.window), indent=2))
+                         audit=a.audit, window=a.window, shards=n, simulators=n if a.multi else 1), indent=2))

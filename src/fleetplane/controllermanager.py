@@ -19,6 +19,12 @@ Two halves, both without the server side (``fleetplane.server`` and below are ne
   for its identity, serves its process's metrics on a loopback port, and stops on SIGTERM/SIGINT
   or when the hub that started it is gone (its stdin, a pipe from the hub, reaches EOF).
 
+**Shards** (``fleetplane start --controller-manager-shards N``): N children, each a shard
+``i`` of N. A sharded controller (the Cluster controller: a Cluster's Syncer holds a dozen watch
+connections on each side, so one process's open files cap how many clusters it can sync) runs in
+every shard and reconciles the objects that hash to it; the other controllers run in shard 0 only.
+N is fixed for a hub's life; each shard is supervised (restarted, counted) on its own.
+
 The child is started fresh (``exec`` of the same interpreter), not forked from the hub: by the
 time the hub serves it has threads (the store's writer, uvloop's resolver pool) and a running
 loop, which a fork would copy half-way; a fresh interpreter imports only the client side and can
@@ -42,7 +48,8 @@ from typing import Any
 
 from .plugin import Controller, ControllerContext
 
-__all__ = ["MODES", "PROCESS_STOP_TIMEOUT", "STOP_GRACE", "Supervisor", "SupervisorMetrics", "main", "run_controllers"]
+__all__ = ["MODES", "PROCESS_STOP_TIMEOUT", "STOP_GRACE", "Supervisor", "SupervisorMetrics", "main", "of_shard",
+           "run_controllers"]
 
 log = logging.getLogger("fleetplane.controllermanager")
 
@@ -62,13 +69,18 @@ BACKOFF_FIRST, BACKOFF_CAP, BACKOFF_RESET = 1.0, 30.0, 60.0
 # -- the child ----------------------------------------------------------------------------------
 
 
+def of_shard(controllers: Sequence[Controller], shard: int) -> list[Controller]:
+    """The controllers shard ``shard`` runs: all of them in shard 0, only the sharded ones elsewhere."""
+    return [c for c in controllers if shard == 0 or c.sharded]
+
+
 async def run_controllers(controllers: Sequence[Controller], kubeconfigs: Mapping[str, Path],
-                          stopping: asyncio.Event) -> int:
+                          stopping: asyncio.Event, *, shard: int = 0, shards: int = 1) -> int:
     """Run ``controllers`` until ``stopping`` is set, then cancel them and wait up to
     :data:`STOP_GRACE`. A controller that fails ends the process (exit 1) so that its supervisor
     restarts all of them from a fresh start, as a crashed kube-controller-manager is restarted."""
     alive = lambda: not stopping.is_set()  # noqa: E731 - the context's callable
-    tasks = {asyncio.create_task(c.run(ControllerContext(kubeconfigs[c.name], alive)), name=c.name): c
+    tasks = {asyncio.create_task(c.run(ControllerContext(kubeconfigs[c.name], alive, shard, shards)), name=c.name): c
              for c in controllers}
     stop: asyncio.Task[Any] = asyncio.create_task(stopping.wait())
     code = 0
@@ -125,11 +137,17 @@ def _serve_metrics(address: str) -> str | None:
 
 
 def main(controllers: Sequence[Controller], kubeconfigs: Mapping[str, Path], *, metrics_address: str = "",
-         address_file: Path | None = None, lifeline: bool = False) -> int:
-    """The controller-manager process: run ``controllers`` (each with its kubeconfig) until
-    SIGTERM/SIGINT (or, with ``lifeline``, until stdin closes). Returns the exit status."""
+         address_file: Path | None = None, lifeline: bool = False, shard: int = 0, shards: int = 1) -> int:
+    """The controller-manager process (shard ``shard`` of ``shards``): run ``controllers`` (each
+    with its kubeconfig; in a shard but the first, only the sharded ones) until SIGTERM/SIGINT (or,
+    with ``lifeline``, until stdin closes). Returns the exit status."""
     import uvloop
 
+    if not 0 <= shard < shards:
+        print(f"controller-manager: error: --shard {shard} is not one of 0..{shards - 1} (--shards {shards})",
+              file=sys.stderr)
+        return 2
+    controllers = of_shard(controllers, shard)
     missing = [c.name for c in controllers if c.name not in kubeconfigs]
     if missing:
         print(f"controller-manager: error: no kubeconfig for {', '.join(missing)}", file=sys.stderr)
@@ -139,7 +157,8 @@ def main(controllers: Sequence[Controller], kubeconfigs: Mapping[str, Path], *, 
         log.info("controller-manager metrics on http://%s/metrics", served)
         if address_file is not None:
             _write_private_text(address_file, served + "\n")
-    log.info("controller-manager running %s", ", ".join(c.name for c in controllers) or "no controllers")
+    log.info("controller-manager%s running %s", f" shard {shard} of {shards}" if shards > 1 else "",
+             ", ".join(c.name for c in controllers) or "no controllers")
 
     async def go() -> int:
         stopping = asyncio.Event()
@@ -148,7 +167,7 @@ def main(controllers: Sequence[Controller], kubeconfigs: Mapping[str, Path], *, 
             loop.add_signal_handler(sig, stopping.set)
         watcher = asyncio.create_task(_watch_lifeline(stopping)) if lifeline else None
         try:
-            return await run_controllers(controllers, kubeconfigs, stopping)
+            return await run_controllers(controllers, kubeconfigs, stopping, shard=shard, shards=shards)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -185,8 +204,10 @@ class Supervisor:
     which then stops it in order) and holds a pipe from this process on its stdin."""
 
     def __init__(self, command: Sequence[str], metrics: SupervisorMetrics | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, name: str = "controller-manager") -> None:
         self.command = list(command)
+        #: how the logs name the child ("controller-manager shard 1")
+        self.name = name
         self.metrics = metrics or SupervisorMetrics()
         self.env = dict(env) if env is not None else None
         self.process: asyncio.subprocess.Process | None = None
@@ -206,16 +227,16 @@ class Supervisor:
                     self.process = await asyncio.create_subprocess_exec(
                         *self.command, stdin=asyncio.subprocess.PIPE, start_new_session=True, env=self.env)
                 except OSError as exc:  # out of processes or memory: the server serves on, and tries again
-                    log.error("controller-manager not started: %s; trying again in %gs", exc, delay)
+                    log.error("%s not started: %s; trying again in %gs", self.name, exc, delay)
                 else:
                     self.starts += 1
                     self.metrics.up(True)
-                    log.info("controller-manager started (pid %d)", self.process.pid)
+                    log.info("%s started (pid %d)", self.name, self.process.pid)
                     code = await self.process.wait()
                     self.metrics.up(False)
                     if time.monotonic() - started >= BACKOFF_RESET:
                         delay = BACKOFF_FIRST
-                    log.warning("controller-manager (pid %d) exited with %s; restarting in %gs", self.process.pid,
+                    log.warning("%s (pid %d) exited with %s; restarting in %gs", self.name, self.process.pid,
                                 _describe_exit(code), delay)
                 await asyncio.sleep(delay)
                 self.metrics.restarted()
@@ -235,14 +256,14 @@ class Supervisor:
             # not stopped in time, or a second signal: do not wait any longer
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            log.warning("controller-manager (pid %d) killed: not stopped within %gs", proc.pid, PROCESS_STOP_TIMEOUT)
+            log.warning("%s (pid %d) killed: not stopped within %gs", self.name, proc.pid, PROCESS_STOP_TIMEOUT)
             with contextlib.suppress(Exception):
                 await asyncio.shield(proc.wait())
         finally:
             self.metrics.up(False)
             if proc.stdin is not None:
                 proc.stdin.close()
-        log.info("controller-manager (pid %d) stopped: %s", proc.pid, _describe_exit(proc.returncode))
+        log.info("%s (pid %d) stopped: %s", self.name, proc.pid, _describe_exit(proc.returncode))
 
 
 def _describe_exit(code: int | None) -> str:

@@ -25,10 +25,14 @@ __all__ = ["Contributions", "Controller", "ControllerContext", "KindCheck", "Plu
 @dataclass(frozen=True)
 class ControllerContext:
     """What a background controller gets: its kubeconfig for this hub (a client certificate of
-    its own identity, or the admin's) and whether the hub still serves (False once it stops)."""
+    its own identity, or the admin's), whether the hub still serves (False once it stops) and,
+    for a sharded controller, which part of the work is this process's: ``shard`` of ``shards``
+    (:mod:`fleetplane.controllermanager`)."""
 
     kubeconfig: Path
     alive: Callable[[], bool]
+    shard: int = 0
+    shards: int = 1
 
 
 @dataclass(frozen=True)
@@ -36,11 +40,14 @@ class Controller:
     """A background controller, started once the hub serves and cancelled before it stops, in the
     controller-manager process (:mod:`fleetplane.controllermanager`) or the server's own. It talks
     to the hub only through its HTTP API, as ``identity`` (None: the admin); ``name`` is unique
-    among a hub's controllers (the controller-manager finds each one's kubeconfig by it)."""
+    among a hub's controllers (the controller-manager finds each one's kubeconfig by it). A
+    ``sharded`` controller splits its objects over the controller-manager's shards (each
+    process reconciles the part its context names); the others run in shard 0 only."""
 
     name: str
     run: Callable[[ControllerContext], Coroutine[Any, Any, None]]
     identity: str | None = None
+    sharded: bool = False
 
 
 @dataclass

@@ -289,3 +289,71 @@ def test_clients_of_one_identity_share_one_pool_of_kept_alive_connections(hub: H
     assert sequential == 1, sequential  # 40 requests of two Clients, one connection
     assert 1 <= burst <= 8
     assert closed == 0
+
+
+def test_controller_manager_shards_divide_the_clusters_and_their_syncers(tmp_path: Path) -> None:
+    """`--controller-manager-shards 2`: two processes, each its own Cluster controller (its own
+    Lease) for the Clusters that hash to it, with their Syncers; the other controllers only in the
+    first. A Deployment split over all four clusters runs in each, whichever shard syncs it."""
+    from fleetplane.cli.main import metrics_address_file
+    from fleetplane.fleet.cluster.options import shard_of
+    from fleetplane.lab import Lab
+
+    names = [f"s-{i}" for i in range(4)]
+    mine = {i: [n for n in names if shard_of("root", n, 2) == i] for i in (0, 1)}
+    assert mine[0] and mine[1], mine  # the hash is stable: both shards have some of these names
+    with Lab(tmp_path / "lab") as lab:
+        hub = lab.start_hub("--controller-manager-shards", "2", "--splitter-join-grace", "1")
+        lab.simulate_many("s", len(names), "--nodes", "1", "--kubelet-delay", "0.2", timeout=120)
+        lab.attach(*names)
+        lab.wait_attached(names, timeout=180)
+
+        def shards() -> dict[int, int] | None:
+            found = {}
+            for pid in children(hub.pid or 0):
+                args = cmdline(pid)
+                if "controller-manager" in args:
+                    found[int(next(a for a in args if a.startswith("--shard=")).split("=", 1)[1])] = pid
+            return found if len(found) == 2 else None
+
+        pids = wait_for(shards, 30, what="two controller-manager processes")
+        assert "--shards=2" in cmdline(pids[1])
+        # each shard's Cluster controller holds a Lease of its own; the other controllers' are the first's
+        leases = (hub.get(LEASES) or {}).get("items") or []
+        holder = {o["metadata"]["name"]: (o["spec"].get("holderIdentity") or "").split("_")[1:2] for o in leases}
+        assert holder["fleetplane-cluster-controller-shard-0"] == [str(pids[0])]
+        assert holder["fleetplane-cluster-controller-shard-1"] == [str(pids[1])]
+        assert "fleetplane-cluster-controller" not in holder
+        for name in CONTROLLER_LEASES[1:]:
+            assert holder[name] == [str(pids[0])], name
+        # and renews it (its identity may: RBAC names every shard's Lease)
+        first = {o["metadata"]["name"]: o["spec"]["renewTime"] for o in leases}
+
+        def renewed() -> bool:
+            now = {o["metadata"]["name"]: o["spec"]["renewTime"] for o in (hub.get(LEASES) or {}).get("items") or []}
+            return all(now[f"fleetplane-cluster-controller-shard-{i}"] > first[f"fleetplane-cluster-controller-shard-{i}"]
+                       for i in (0, 1))
+
+        wait_for(renewed, 30, interval=0.5, what="both shards' Leases renewed")
+        # each reconciles its own part (its metrics say how many) and runs those clusters' Syncers
+        for i in (0, 1):
+            address = (hub.data_dir / metrics_address_file(i)).read_text().strip()
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as resp:
+                own = resp.read().decode()
+            assert metric(own, f'fleetplane_cluster_controller_clusters{{shard="{i}"}}') == len(mine[i]), own
+            assert connections_to(pids[i], lab["s"].port) > 0, i
+        req = urllib.request.Request(hub.url + "/metrics", headers={"Authorization": f"Bearer {hub.token}"})
+        with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=str(hub.ca)), timeout=10) as resp:
+            assert metric(resp.read().decode(), "fleetplane_controller_manager_up") == 2.0
+        # the work flows through both: a Deployment split one replica per cluster is ready in all
+        lab.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=4", check=True)
+
+        def ready() -> bool:
+            d = hub.get("/apis/apps/v1/namespaces/default/deployments/web") or {}
+            return (d.get("status") or {}).get("readyReplicas") == 4
+
+        lab.wait_until("the split Deployment 4/4 ready", ready, 120)
+        for n in names:  # its part, synced by that cluster's shard, runs there
+            out = Kubectl(lab.cluster(n).kubeconfig, namespace="default")(
+                "get", "deployments", "-o", "jsonpath={.items[*].status.readyReplicas}").out
+            assert out == "1", n

@@ -707,6 +707,9 @@ def test_the_controllers_get_nothing_they_do_not_use() -> None:
     assert not any_allows(spl, "update", *LEASES, name=ids.CLUSTER_CONTROLLER_LEASE)
     assert not any_allows(spl, "get", *LEASES, name="syncer-x")
     assert not any_allows(cc, "update", *LEASES, name=ids.SPLITTER_LEASE)
+    from fleetplane.fleet.cluster.options import shard_lease_names
+
+    assert all(any_allows(cc, "update", *LEASES, name=n) for n in [ids.CLUSTER_CONTROLLER_LEASE, *shard_lease_names()])
 
 
 def test_the_constants_match_the_code() -> None:
@@ -725,7 +728,11 @@ def test_the_constants_match_the_code() -> None:
 
     assert ids.PLACEMENT_DECISIONS_LEASE == DECISIONS_LEASE
     assert ids.syncer_lease_name("x") == lease_name("x")
-    assert f'run_as_leader("{ids.CLUSTER_CONTROLLER_LEASE}"' in (SRC / "fleet/cluster/run.py").read_text()
+    from fleetplane.fleet.cluster.options import ClusterControllerOptions, shard_lease_names
+    from fleetplane.fleet.cluster.run import lease_name as cluster_lease
+
+    assert cluster_lease(None) == ids.CLUSTER_CONTROLLER_LEASE
+    assert [cluster_lease(ClusterControllerOptions(shard=i, shards=4)) for i in range(4)] == shard_lease_names()[:4]
     assert leader.LeaderElectionConfig("x").namespace == ids.LEADER_ELECTION_NAMESPACE
     rbac = pytest.importorskip("fleetplane.pipeline.authorization.rbac")
     assert rbac.WILDCARD_PATH == ids.WILDCARD_PATH

@@ -95,7 +95,14 @@ def _controller_manager_command(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _start(args: argparse.Namespace) -> int:
+    from ..fleet.cluster.options import MAX_SHARDS
     from ..hub import HubConfig, run_hub
+
+    if args.controller_manager_shards > MAX_SHARDS:
+        raise SystemExit(f"--controller-manager-shards: at most {MAX_SHARDS}, not {args.controller_manager_shards}")
+    if args.controller_manager_shards > 1 and args.controllers != "separate":
+        raise SystemExit("--controller-manager-shards: the shards are controller-manager processes; "
+                         f"it needs --controllers=separate, not {args.controllers}")
 
     storage = _storage_url(args)
     run_hub(HubConfig(data_dir=Path(args.data_dir), bind=args.bind, port=args.port, tls=not args.insecure_http,
@@ -119,7 +126,8 @@ def _start(args: argparse.Namespace) -> int:
                       max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                       controllers=args.controllers,
                       controller_manager_command=(_controller_manager_command(args)
-                                                  if args.controllers == "separate" else ())),
+                                                  if args.controllers == "separate" else ()),
+                      controller_manager_shards=args.controller_manager_shards),
             plugins_from_args(args))
     return 0
 
@@ -138,6 +146,18 @@ def _controller_kubeconfigs(pairs: list[str]) -> dict[str, Path]:
 METRICS_ADDRESS_FILE = "controller-manager-metrics-address"
 
 
+def metrics_address_file(shard: int = 0) -> str:
+    """Where shard ``shard`` writes its metrics address (the first: :data:`METRICS_ADDRESS_FILE`)."""
+    return METRICS_ADDRESS_FILE if shard == 0 else f"controller-manager-{shard}-metrics-address"
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"want a number of at least 1, not {text}")
+    return n
+
+
 def _controller_manager(args: argparse.Namespace) -> int:
     from ..controllermanager import main as run_controller_manager
     from ..plugin import contributions_of
@@ -148,8 +168,8 @@ def _controller_manager(args: argparse.Namespace) -> int:
         kubeconfigs = {c.name: kubeconfigs.get(c.name, Path(args.kubeconfig)) for c in controllers}
     data_dir = Path(args.data_dir)
     return run_controller_manager(controllers, kubeconfigs, metrics_address=args.metrics_bind_address,
-                                  address_file=data_dir / METRICS_ADDRESS_FILE if data_dir.is_dir() else None,
-                                  lifeline=args.lifeline)
+                                  address_file=data_dir / metrics_address_file(args.shard) if data_dir.is_dir() else None,
+                                  lifeline=args.lifeline, shard=args.shard, shards=args.shards)
 
 
 def _add_server_arguments(p: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -228,6 +248,11 @@ def _add_controller_arguments(p: argparse.ArgumentParser, where: bool = True) ->
                         "started once it serves, restarted if it exits, stopped before it stops; the default), "
                         "in-process (the server's own event loop) or none (run `fleetplane controller-manager` "
                         "with the same flags yourself)")
+    p.add_argument("--controller-manager-shards", type=_positive_int, default=1, metavar="N",
+                   help=argparse.SUPPRESS if not where else "with --controllers=separate: run N controller-manager "
+                        "processes; the Clusters (and their Syncers) are divided among them by a hash of logical "
+                        "cluster and name, the other controllers run in the first (default 1). Each process has "
+                        "its own open-files limit and core")
     p.add_argument("--no-cluster-controller", action="store_true",
                        help="do not run the Cluster controller (the Cluster API is still served)")
     add_arguments(p, ClusterControllerOptions, prefix="cluster-", only=CLUSTER_START_FLAGS)
@@ -278,6 +303,11 @@ def parser() -> argparse.ArgumentParser:
     manager.add_argument("--metrics-bind-address", default="127.0.0.1:0", metavar="HOST:PORT",
                          help="serve the process's Prometheus metrics over HTTP here (port 0: any free port; the "
                               "address is written to <data-dir>/" + METRICS_ADDRESS_FILE + "; '' not to serve them)")
+    manager.add_argument("--shard", type=int, default=0, metavar="I",
+                         help="this process is shard I (from 0) of --shards: it reconciles the Clusters that hash to "
+                              "it, and runs the controllers that are not sharded only if I is 0")
+    manager.add_argument("--shards", type=_positive_int, default=1, metavar="N",
+                         help="how many controller-manager processes share the Clusters (default 1)")
     manager.add_argument("--lifeline", action="store_true", help=argparse.SUPPRESS)  # stop when stdin closes
     manager.set_defaults(func=_controller_manager, component="controller-manager")
     add_inventory_parser(sub)

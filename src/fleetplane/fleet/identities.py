@@ -41,6 +41,8 @@ from ..kube.client import ApiError, Client
 from .cluster.crd import GROUP as CLUSTER_GROUP
 from .cluster.crd import LABEL_CLUSTER
 from .cluster.crd import PLURAL as CLUSTER_PLURAL
+from .cluster.options import LEASE_NAME as CLUSTER_LEASE_NAME
+from .cluster.options import shard_lease_names
 from .clusterdaemonset_crd import CDS_GROUP, CDS_PLURAL
 from .syncer import constants as sync_constants
 
@@ -86,8 +88,9 @@ SYNC_LABEL = sync_constants.CLUSTER_LABEL
 #: leader election (``kube/leaderelection.py``): Lease ``kube-system/<name>`` in the logical cluster of
 #: the controller's kubeconfig (``root`` for ``fleetplane start``)
 LEADER_ELECTION_NAMESPACE = "kube-system"
-#: ``fleet/cluster/run.run_in_hub``: ``run_as_leader("fleetplane-cluster-controller", ...)``
-CLUSTER_CONTROLLER_LEASE = "fleetplane-cluster-controller"
+#: ``fleet/cluster/run.run_in_hub``: ``run_as_leader("fleetplane-cluster-controller", ...)``; each
+#: shard of the controller-manager has its own (``fleet/cluster/options.shard_lease_names``)
+CLUSTER_CONTROLLER_LEASE = CLUSTER_LEASE_NAME
 #: ``splitter.LEASE_NAME``
 SPLITTER_LEASE = "fleetplane-splitter"
 #: ``services.run.LEASE_NAME``
@@ -475,10 +478,11 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
       Clusters' names, so no ``resourceNames``: this is every Secret of every logical cluster.
     - leases ``get``: a pull-mode syncer's Lease ``syncer-<name>`` in the Cluster's namespace, every
       reconcile (controller.py), ``delete`` on cleanup (deletion.py).
-    - leases ``create`` and ``update`` on ``kube-system/fleetplane-cluster-controller`` in root:
-      leader election (run.py; kube/leaderelection.py: read, create, replace). Update is limited
-      by name; create cannot be, and bootstrap policy has no namespaced Roles, so create is
-      granted in every namespace.
+    - leases ``create`` and ``update`` on ``kube-system/fleetplane-cluster-controller`` in root
+      and on each shard's ``fleetplane-cluster-controller-shard-<i>`` (i below
+      ``options.MAX_SHARDS``): leader election (run.py; kube/leaderelection.py: read, create,
+      replace). Update is limited by name; create cannot be, and bootstrap policy has no
+      namespaced Roles, so create is granted in every namespace.
     - events ``create``: one Event per state change, never aggregated (window 0: controller.py;
       kube/events.py).
     - cleanup (cleanup.py ``release_hub_objects``): for each type in the Cluster's
@@ -508,7 +512,7 @@ def _cluster_controller_rules() -> list[dict[str, Any]]:
         _rule(["patch"], [ic.GROUP], [f"{ic.PLURAL}/status"]),
         _rule(["create", "delete", "get", "patch"], [CORE], ["secrets"]),
         _rule(["create", "delete", "get"], [COORDINATION], ["leases"]),
-        _rule(["update"], [COORDINATION], ["leases"], [CLUSTER_CONTROLLER_LEASE]),
+        _rule(["update"], [COORDINATION], ["leases"], [CLUSTER_CONTROLLER_LEASE, *shard_lease_names()]),
         _rule(["create"], [CORE], ["events"]),
         _rule(["list", "patch", "watch"], [APIEXTENSIONS], ["customresourcedefinitions"]),
     ]

@@ -8,6 +8,7 @@ libraries take longer to import than the hub takes to start.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -28,9 +29,11 @@ from .splitter.options import SplitterOptions
 
 
 async def run_cluster_controller(options: ClusterControllerOptions, ctx: ControllerContext) -> None:
+    """The Cluster controller of the context's shard (the Clusters are divided among the
+    controller-manager's processes: each one's Syncers hold connections, and a process's open files are capped)."""
     from .cluster.run import run_in_hub
 
-    await run_in_hub(ctx.kubeconfig, options)
+    await run_in_hub(ctx.kubeconfig, dataclasses.replace(options, shard=ctx.shard, shards=ctx.shards))
 
 
 async def run_splitter(options: SplitterOptions, ctx: ControllerContext) -> None:
@@ -88,7 +91,7 @@ class FleetPlugin:
         if self.cluster_controller is not None:
             hub.controllers.append(Controller("cluster-controller",
                                               partial(run_cluster_controller, self.cluster_controller),
-                                              identities.CLUSTER_CONTROLLER))
+                                              identities.CLUSTER_CONTROLLER, sharded=True))
         if self.splitter is not None:
             hub.controllers.append(Controller("splitter", partial(run_splitter, self.splitter),
                                               identities.SPLITTER))

@@ -50,9 +50,12 @@ def run_until_signalled(main: Callable[[], Awaitable[Any]], *, use_uvloop: bool 
 
 def controller_main(argv: Sequence[str] | None, *, prog: str, name: str, description: str, options: type,
                     build: Callable[[str, str | None, Any], Runnable], lease: str | None = None,
+                    lease_of: Callable[[Any], str] | None = None,
                     only: Sequence[str] | None = None, log_format: str = "json", use_uvloop: bool = False) -> int:
     """Parse ``--kubeconfig``, ``--context``, the logging flags, ``--leader-elect`` (with a
-    ``lease``) and the flags of the ``options`` dataclass (those in ``only``); build the controller
+    ``lease``; ``lease_of(options)`` names it when the options decide, as a shard's own Lease)
+    and the flags of the ``options`` dataclass (those in ``only``; options it refuses are a usage
+    error, exit 2); build the controller
     with ``build(kubeconfig, context, options)`` (a KubeconfigError is a usage error, exit 2) and
     run it until signalled. ``prog`` is the command (``python -m ...``); ``name`` prefixes errors."""
     from ..logs import configure_logging
@@ -71,7 +74,13 @@ def controller_main(argv: Sequence[str] | None, *, prog: str, name: str, descrip
     if not args.kubeconfig:
         print(f"{name}: error: --kubeconfig (or $KUBECONFIG) is required", file=sys.stderr)
         return 2
-    opts: Any = from_args(options, args, only=only)
+    try:
+        opts: Any = from_args(options, args, only=only)
+    except ValueError as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return 2
+    if lease is not None and lease_of is not None:
+        lease = lease_of(opts)
     try:
         first: Runnable | None = build(args.kubeconfig, args.context, opts)
     except KubeconfigError as exc:

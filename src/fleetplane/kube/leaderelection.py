@@ -167,7 +167,13 @@ class LeaderElector:
         try:
             async with asyncio.timeout(timeout):
                 return await self.try_acquire_or_renew()
-        except Exception as exc:  # the hub is unreachable or answered 5xx: not this time
+        except ApiError as exc:
+            # unreachable or 5xx: not this time; refused (401/403) is a misconfiguration that
+            # loses the Lease every time: said out loud
+            level = logging.WARNING if exc.status in (401, 403) else logging.DEBUG
+            log.log(level, "lease %s: attempt failed: %s", self.config.name, exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - timeouts, connection errors: not this time
             log.debug("lease %s: attempt failed: %s", self.config.name, exc)
             return False
 

@@ -15,8 +15,9 @@ import signal
 import ssl
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
@@ -138,6 +139,8 @@ class HubConfig:
     #: "none" (not at all: an operator runs ``fleetplane controller-manager`` elsewhere)
     controllers: str = "in-process"
     controller_manager_command: tuple[str, ...] = ()
+    #: "separate": how many controller-manager processes (each gets ``--shard=<i> --shards=<n>``)
+    controller_manager_shards: int = 1
 
 
 class _Server(uvicorn.Server):
@@ -157,8 +160,8 @@ class _Server(uvicorn.Server):
         #: the signals received, in order; re-raised after shutdown (SIGTERM excepted)
         self.received: list[int] = []
         self._draining: asyncio.Task | None = None
-        #: the controller-manager process's supervisor, when the controllers run in one
-        self.supervisor: Supervisor | None = None
+        #: the controller-manager processes' supervisors (one per shard), when the controllers run in them
+        self.supervisors: list[Supervisor] = []
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -194,7 +197,7 @@ class _Server(uvicorn.Server):
 
         async def then_exit() -> None:
             # a controller-manager process gets its controllers' grace and a second to exit
-            await asyncio.wait(tasks, timeout=PROCESS_STOP_TIMEOUT + 0.5 if self.supervisor else BACKGROUND_STOP_TIMEOUT)
+            await asyncio.wait(tasks, timeout=PROCESS_STOP_TIMEOUT + 0.5 if self.supervisors else BACKGROUND_STOP_TIMEOUT)
             self._exit(asyncio.get_running_loop(), sig)
 
         self._draining = asyncio.get_running_loop().create_task(then_exit())
@@ -394,6 +397,9 @@ def build(opts: HubConfig, contributions: Contributions) -> Hub:
         raise ValueError(f"controllers: want one of {', '.join(CONTROLLER_MODES)}, not {opts.controllers!r}")
     if opts.controllers == "separate" and contributions.controllers and not opts.controller_manager_command:
         raise ValueError("controllers: separate needs the controller-manager's command")
+    if opts.controller_manager_shards < 1 or (opts.controller_manager_shards > 1 and opts.controllers != "separate"):
+        raise ValueError(f"controller-manager shards: {opts.controller_manager_shards} needs at least 1, and more"
+                         " than 1 needs controllers: separate")
     write_kubeconfig(opts.data_dir / "admin.kubeconfig",
                      kubeconfig(server_url, creds.ca_cert.read_bytes() if opts.tls else None, creds.token,
                                 opts.kubeconfig_clusters))
@@ -495,16 +501,29 @@ class Hub:
         command = [*self.config.controller_manager_command,
                    *(f"--controller-kubeconfig={c.name}={identity_kubeconfig(self.config, c.identity)}"
                      for c in self.controllers)]
-        server.supervisor = Supervisor(command, self._supervisor_metrics())
-        tasks.append(asyncio.create_task(server.supervisor.run(), name="controller-manager"))
+        shards = self.config.controller_manager_shards
+        metrics = self._supervisor_metrics()
+        for i in range(shards):
+            name = f"controller-manager shard {i}" if shards > 1 else "controller-manager"
+            sup = Supervisor([*command, f"--shard={i}", f"--shards={shards}"] if shards > 1 else command,
+                             metrics(i), name=name)
+            server.supervisors.append(sup)
+            tasks.append(asyncio.create_task(sup.run(), name=name))
 
-    def _supervisor_metrics(self) -> SupervisorMetrics:
+    def _supervisor_metrics(self) -> Callable[[int], SupervisorMetrics]:
+        """Shard ``i``'s metrics: restarts counted together, ``up`` the number of processes running."""
         registry = self.app.metrics.registry
-        restarts = Counter("fleetplane_controller_manager_restarts", "Times the controller-manager process was "
+        restarts = Counter("fleetplane_controller_manager_restarts", "Times a controller-manager process was "
                            "restarted after it exited.", registry=registry)
-        up = Gauge("fleetplane_controller_manager_up", "1 while the controller-manager process runs.",
+        up = Gauge("fleetplane_controller_manager_up", "How many controller-manager processes run (1 per shard).",
                    registry=registry)
-        return SupervisorMetrics(restarted=restarts.inc, up=lambda running: up.set(1 if running else 0))
+        running: set[int] = set()
+
+        def set_up(shard: int, is_up: bool) -> None:
+            (running.add if is_up else running.discard)(shard)
+            up.set(len(running))
+
+        return lambda shard: SupervisorMetrics(restarted=restarts.inc, up=partial(set_up, shard))
 
     async def serve(self) -> None:
         """Serve until SIGTERM/SIGINT."""

@@ -20,6 +20,10 @@ A pass that ends is looked at again after ``probe_interval`` (sooner when a Sync
 restarted or the failure threshold runs out); a failed one with backoff. What the controller
 remembers per Cluster is one :class:`~.state.ClusterState`.
 
+With ``options.shards`` above 1 (the controller-manager's shards) the controller reconciles only
+the Clusters whose logical cluster and name hash to its ``options.shard``; every shard lists all
+Clusters, and a Cluster's namesakes (:mod:`.duplicates`) fall in the same shard.
+
 ``ClusterController.run()`` runs until cancelled; cancelling it stops every Syncer it runs (which
 is what a leader-election wrapper does on losing the lease).
 """
@@ -34,6 +38,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from prometheus_client import Gauge
 
 from ...inventory import constants as ic
 from ...inventory.status import StatusWriter, WriteError
@@ -58,6 +64,10 @@ from .syncer import SyncerStep
 __all__ = ["ClusterController"]
 
 log = logging.getLogger("fleetplane.fleet.cluster")
+
+#: on the controller-manager's /metrics: how the shards divide the Clusters
+CLUSTERS = Gauge("fleetplane_cluster_controller_clusters", "Clusters this Cluster controller reconciles "
+                 "(its shard's part of them), by shard.", ["shard"])
 
 
 def _log_failure(name: str, key: Any, err: Exception, delay: float) -> None:
@@ -151,6 +161,8 @@ class ClusterController:
     # -- informer -> queue ----------------------------------------------------------------------
 
     def _on_cluster(self, key: Key, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if not self.options.owns(key[0], key[2]):
+            return  # another shard's (the informer still lists every Cluster: it cannot select by hash)
         state = self.states.get(key)
         if new is None:
             if state is not None:
@@ -161,7 +173,11 @@ class ClusterController:
             return
         if state is None:
             state = self.states[key] = ClusterState(key, wake=partial(self.runtime.enqueue, key))
+            self._count()
         state.set_object(new)
+
+    def _count(self) -> None:
+        CLUSTERS.labels(shard=str(self.options.shard)).set(len(self.states))
 
     # -- running --------------------------------------------------------------------------------
 
@@ -189,6 +205,7 @@ class ClusterController:
         await state.conn.close_client()
         if self.states.get(state.key) is state:
             del self.states[state.key]
+            self._count()
 
     async def reconcile(self, key: Key) -> Result | None:
         """One pass over one Cluster (see the module docstring)."""

@@ -5,16 +5,29 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from ...kube.options import option, split_list
 
-__all__ = ["ACCESS_PROVIDER", "MANAGER_NAME", "ClusterControllerOptions", "START_FLAGS", "STANDALONE_FLAGS"]
+__all__ = ["ACCESS_PROVIDER", "LEASE_NAME", "MANAGER_NAME", "MAX_SHARDS", "START_FLAGS", "STANDALONE_FLAGS",
+           "ClusterControllerOptions", "shard_lease_names", "shard_of"]
 
 #: the KEP-4322 cluster manager name on the ClusterProfiles the controller keeps
 MANAGER_NAME = "fleetplane"
 #: the access provider it publishes (the plugin that reads the credentials Secret)
 ACCESS_PROVIDER = "secretreader"
+#: the Lease (kube-system, in the kubeconfig's logical cluster) the controller's replicas elect a
+#: leader with; shard ``i`` of several has its own, ``<LEASE_NAME>-shard-<i>``
+LEASE_NAME = "fleetplane-cluster-controller"
+#: the most shards: the controller's RBAC names every shard's Lease (fleet/identities.py), and
+#: RBAC cannot name a prefix
+MAX_SHARDS = 32
+
+
+def shard_lease_names() -> list[str]:
+    """Every shard's Lease name, as RBAC lists them."""
+    return [f"{LEASE_NAME}-shard-{i}" for i in range(MAX_SHARDS)]
 
 
 @dataclass(frozen=True)
@@ -49,10 +62,37 @@ class ClusterControllerOptions:
     cluster_profiles: bool = True
     #: Clusters reconciled at once (a Syncer runs on its own, outside these)
     workers: int = option(32, "how many Clusters are reconciled at once")
+    #: this controller's part of the Clusters (the controller-manager's shards: fleetplane start
+    #: --controller-manager-shards sets them per process): those whose :func:`shard_of` is ``shard``
+    shard: int = option(0, "reconcile only the Clusters of shard SHARD (from 0) of --shards", metavar="SHARD")
+    shards: int = option(1, "how many Cluster controllers share the Clusters, each with its own --shard "
+                            "and Lease (default 1: all)", metavar="N")
 
     def __post_init__(self) -> None:
         if self.resources is not None:
             object.__setattr__(self, "resources", tuple(self.resources) or None)
+        if not 1 <= self.shards <= MAX_SHARDS:
+            raise ValueError(f"shards: want 1 to {MAX_SHARDS}, not {self.shards}")
+        if not 0 <= self.shard < self.shards:
+            raise ValueError(f"shard {self.shard} is not one of 0..{self.shards - 1} of {self.shards} shards")
+
+    @property
+    def lease_name(self) -> str:
+        """The Lease of this controller's shard (:data:`LEASE_NAME` unsharded). All replicas of
+        a hub must have the same number of shards: shards of different counts overlap."""
+        return LEASE_NAME if self.shards == 1 else shard_lease_names()[self.shard]
+
+    def owns(self, logical_cluster: str, name: str) -> bool:
+        """Is the Cluster ``name`` of ``logical_cluster`` this controller's to reconcile?"""
+        return self.shards == 1 or shard_of(logical_cluster, name, self.shards) == self.shard
+
+
+def shard_of(logical_cluster: str, name: str, shards: int) -> int:
+    """The shard a Cluster belongs to: a stable hash of its logical cluster and name (not its
+    namespace: namesakes in one logical cluster must meet in one controller, which refuses the
+    second, :mod:`.duplicates`)."""
+    digest = hashlib.sha256(f"{logical_cluster}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % shards
 
 
 #: the flags of `fleetplane start` (prefixed ``--cluster-``, but --syncer-poll-interval)
@@ -60,4 +100,4 @@ START_FLAGS = ("probe_interval", "details_interval", "request_timeout", "failure
                "status_burst", "syncer_poll_interval")
 #: the flags of ``python -m fleetplane.fleet.cluster``
 STANDALONE_FLAGS = ("manager_name", "probe_interval", "details_interval", "request_timeout", "failure_threshold",
-                    "resources", "syncer_poll_interval", "workers")
+                    "resources", "syncer_poll_interval", "workers", "shard", "shards")

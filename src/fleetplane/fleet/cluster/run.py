@@ -8,14 +8,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .options import STANDALONE_FLAGS, ClusterControllerOptions
+from .options import LEASE_NAME, STANDALONE_FLAGS, ClusterControllerOptions
 
-__all__ = ["LEASE_NAME", "main", "run_in_hub"]
+__all__ = ["LEASE_NAME", "lease_name", "main", "run_in_hub"]
 
 log = logging.getLogger("fleetplane.fleet.cluster")
 
-#: the Lease (kube-system, in the kubeconfig's logical cluster) the controller's replicas elect a leader with
-LEASE_NAME = "fleetplane-cluster-controller"
+def lease_name(options: ClusterControllerOptions | None) -> str:
+    """The Lease of ``options``' shard (:data:`LEASE_NAME` unsharded)."""
+    return (options or ClusterControllerOptions()).lease_name
 
 
 async def run_in_hub(kubeconfig_path: Path, options: ClusterControllerOptions | None = None) -> None:
@@ -32,7 +33,7 @@ async def run_in_hub(kubeconfig_path: Path, options: ClusterControllerOptions | 
     from ...kube.leaderelection import run_as_leader
     from .controller import ClusterController
 
-    await run_as_leader("fleetplane-cluster-controller", kubeconfig_path,
+    await run_as_leader(lease_name(options), kubeconfig_path,
                         lambda: ClusterController(kubeconfig_path, options).run())
 
 
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return controller_main(
         argv, prog="python -m fleetplane.fleet.cluster", name="cluster-controller",
         description="Run the Cluster controller against a fleetplane hub.", options=ClusterControllerOptions,
-        only=STANDALONE_FLAGS, lease=LEASE_NAME,
+        only=STANDALONE_FLAGS, lease=LEASE_NAME, lease_of=lease_name,
         build=lambda kubeconfig, context, opts: ClusterController(kubeconfig, opts, context=context))
 
 
