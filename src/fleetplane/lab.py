@@ -401,9 +401,10 @@ class Lab:
 
     def attach(self, *names: str, location: str | None = None, resources: list[str] | None = None,
                check: bool = True) -> subprocess.CompletedProcess:
-        """``kubectl apply`` of the Cluster objects of these simulated clusters (one call)."""
+        """``kubectl apply`` of the Cluster objects of these simulated clusters (one call; its
+        time allowed grows with the number: kubectl applies them one by one)."""
         docs = "---\n".join(self.cluster_manifest(n, location=location, resources=resources) for n in names)
-        return self.kubectl("apply", "-f", "-", stdin=docs, check=check)
+        return self.kubectl("apply", "-f", "-", stdin=docs, check=check, timeout=max(60.0, 0.5 * len(names)))
 
     def wait_until(self, what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2) -> Any:
         """Poll ``check`` until it returns something truthy; fails fast if a process died."""

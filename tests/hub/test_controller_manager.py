@@ -291,6 +291,31 @@ def test_clients_of_one_identity_share_one_pool_of_kept_alive_connections(hub: H
     assert closed == 0
 
 
+def test_a_new_clients_concurrent_first_requests_share_one_session(hub: Hub) -> None:
+    """A Client's first requests, sent at once (a controller's informers starting together), make
+    one HTTP session between them: before, each made its own and all but the last were left for the
+    collector ("Unclosed client session" errors in the controller-manager's log at every start)."""
+    import asyncio
+    import gc
+
+    from fleetplane.kube.client import Client
+    from fleetplane.kube.kubeconfig import ApiTarget
+
+    async def go() -> list[str]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx["message"]))
+        client = Client(ApiTarget.from_kubeconfig(hub.kubeconfig), "test-first-requests")
+        answers = await asyncio.gather(*(client.request("GET", "/version") for _ in range(10)))
+        assert all(a["gitVersion"] for a in answers)
+        await client.close()
+        gc.collect()
+        await asyncio.sleep(0)  # a session's __del__ reports through the loop
+        return reported
+
+    assert asyncio.run(go()) == []
+    assert connections_to(os.getpid(), hub.port) == 0  # and nothing is left open
+
+
 def test_controller_manager_shards_divide_the_clusters_and_their_syncers(tmp_path: Path) -> None:
     """`--controller-manager-shards 2`: two processes, each its own Cluster controller (its own
     Lease) for the Clusters that hash to it, with their Syncers; the other controllers only in the

@@ -237,23 +237,23 @@ def _api_client(target: ApiTarget, user_agent: str, pool: int) -> ApiClient:
     return api
 
 
-async def _pooled_session(api: ApiClient, target: ApiTarget, pool: int) -> _Pool | None:
+def _pooled_session(api: ApiClient, target: ApiTarget, pool: int) -> tuple[_Pool | None, aiohttp.ClientSession | None]:
     """kubernetes_asyncio makes its aiohttp session with ``trust_env=True``, so every request
     looks up ~/.netrc and the proxy variables in a worker thread (two thread round trips per
     request, 15 % of a busy hub's samples); with none of them set there is nothing to find. So
     the client's session (``rest_client.pool_manager``) is replaced by one with
     ``trust_env=False`` over its identity's shared pool (:class:`_Pool`: the same TLS settings,
-    connections kept alive for :data:`KEEPALIVE_TIMEOUT`); the library's own session is closed
-    before it opened anything. None (the library's session kept) when a proxy or those variables
-    are set."""
+    connections kept alive for :data:`KEEPALIVE_TIMEOUT`). Returns the pool and the library's own
+    session, for the caller to close (it has opened nothing yet); (None, None) when a proxy or
+    those variables are set (the library's session is kept). Synchronous, so that no other task
+    can make a second ApiClient for the same Client meanwhile (whose session would be lost unclosed)."""
     if target.proxy_url or _ENV_LOOKUPS.intersection(os.environ):
-        return None
+        return None, None
     shared = _acquire_pool(target, pool)
     library = api.rest_client.pool_manager
     api.rest_client.pool_manager = aiohttp.ClientSession(connector=shared.connector, connector_owner=False,
                                                          trust_env=False, read_bufsize=_READ_BUFSIZE)
-    await library.close()
-    return shared
+    return shared, library
 
 
 #: kubernetes_asyncio's read buffer (watch events of large objects exceed aiohttp's default)
@@ -275,11 +275,14 @@ class _Connection:
         self._pool: _Pool | None = None
 
     async def get(self) -> ApiClient:
-        if self.api is None:
-            api = _api_client(self.target, self.user_agent, self.pool)
-            self._pool = await _pooled_session(api, self.target, self.pool)
-            self.api = api
-        return self.api
+        api = self.api
+        if api is None:
+            # made and stored before the first await: concurrent first requests share one
+            api = self.api = _api_client(self.target, self.user_agent, self.pool)
+            self._pool, library = _pooled_session(api, self.target, self.pool)
+            if library is not None:
+                await library.close()
+        return api
 
     async def close(self) -> None:
         api, self.api = self.api, None
