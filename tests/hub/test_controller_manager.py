@@ -137,6 +137,11 @@ def test_the_controllers_run_in_a_process_of_their_own_each_as_its_identity(star
     assert splitter("auth", "can-i", "get", "secrets", "-A", check=False).out.strip() == "no"
     denied = splitter.fail("get", "secrets", "-n", "default")
     assert "Forbidden" in denied.err and "system:fleetplane:splitter" in denied.err
+    # in the controllers' group, which API Priority and Fairness serves as kube serves its own
+    # controllers (their Lease renewals in leader-election)
+    me = splitter("auth", "whoami", "-o", "json").json()["status"]["userInfo"]
+    assert me["username"] == "system:fleetplane:splitter"
+    assert "system:fleetplane:controllers" in me["groups"]
     # the hub reports its controller-manager; the controller-manager serves its own metrics
     assert metric(hub_metrics(hub), "fleetplane_controller_manager_up") == 1.0
     address = wait_for(lambda: (hub.data_dir / "controller-manager-metrics-address").exists()

@@ -74,6 +74,13 @@ def test_classification_follows_kubes_defaults():
     assert d.match(attrs(sa, "list", resource="pods"))[0].name == "kube-system-service-accounts"
     other_sa = service_account_user("apps", "web")
     assert d.match(attrs(other_sa))[0].name == "service-accounts"
+    # fleetplane's own controllers: their Lease renewals in leader-election, the rest workload-high
+    ctrl = UserInfo("system:fleetplane:splitter", groups=("system:fleetplane:controllers", "system:authenticated"))
+    assert d.match(attrs(ctrl, "update", resource="leases", group="coordination.k8s.io"))[0].name == \
+        "fleetplane-leader-election"
+    assert d.match(attrs(ctrl, "update", resource="leases", group="coordination.k8s.io"))[1].name == "leader-election"
+    assert d.match(attrs(ctrl, "list", resource="deployments", group="apps"))[0].name == "fleetplane-controllers"
+    assert d.match(attrs(ctrl, "list", resource="deployments", group="apps"))[1].name == "workload-high"
     node = UserInfo("system:node:n1", groups=("system:nodes", "system:authenticated"))
     assert d.match(attrs(node, "patch", resource="nodes", subresource="status", namespace=""))[0].name == "system-node-high"
     assert d.match(attrs(node, "list", resource="pods"))[0].name == "system-nodes"

@@ -17,6 +17,7 @@ from ..apimachinery import errors as e
 from ..apimachinery.errors import FieldError
 from ..apimachinery.jsonvalue import copy_json
 from ..apimachinery.validation import path_segment_error
+from ..pipeline.user import CONTROLLERS
 from ..registry import printers as pr
 from ..registry.printers import AGE, NAME, Clock, Column, Printer
 from ..registry.types import ResourceType, Strategy
@@ -400,6 +401,13 @@ SUGGESTED_FLOW_SCHEMAS = [
                      _service_account("kube-system", "*")],
         "resourceRules": [{"verbs": ["get", "create", "update"], "apiGroups": ["coordination.k8s.io"],
                            "resources": ["leases"], "namespaces": ["*"]}]}),
+    # fleetplane's own controllers (``pipeline/user.CONTROLLERS``), as kube's for
+    # kube-controller-manager: Lease renewals never wait behind their own bulk (a renewal late by
+    # the renew deadline stops the controller, and its restart relists everything: more load)
+    _flow_schema("fleetplane-leader-election", "leader-election", 150, "ByUser", {
+        "subjects": [_group(CONTROLLERS)],
+        "resourceRules": [{"verbs": ["get", "create", "update"], "apiGroups": ["coordination.k8s.io"],
+                           "resources": ["leases"], "namespaces": ["*"]}]}),
     _flow_schema("system-node-high", "node-high", 400, "ByUser", {
         "subjects": [_group("system:nodes")],
         "resourceRules": [{"verbs": ["*"], "apiGroups": [""], "resources": ["nodes", "nodes/status"], "clusterScope": True},
@@ -408,6 +416,7 @@ SUGGESTED_FLOW_SCHEMAS = [
     _flow_schema("kube-controller-manager", "workload-high", 800, "ByNamespace",
                  _everything(_user("system:kube-controller-manager"))),
     _flow_schema("kube-scheduler", "workload-high", 800, "ByNamespace", _everything(_user("system:kube-scheduler"))),
+    _flow_schema("fleetplane-controllers", "workload-high", 800, "ByNamespace", _everything(_group(CONTROLLERS))),
     _flow_schema("kube-system-service-accounts", "workload-high", 900, "ByNamespace",
                  _everything(_service_account("kube-system", "*"))),
     _flow_schema("service-accounts", "workload-low", 9000, "ByUser", _everything(_group("system:serviceaccounts"))),

@@ -10,6 +10,10 @@ UNAUTHENTICATED = "system:unauthenticated"
 ANONYMOUS = "system:anonymous"
 SERVICE_ACCOUNTS = "system:serviceaccounts"
 SA_PREFIX = "system:serviceaccount:"
+#: the group of the hub's own controllers' identities (their client certificates carry it), as
+#: kube's system components have names of their own: API Priority and Fairness gives their Lease
+#: renewals the leader-election level and their other requests workload-high (apis/flowcontrol.py)
+CONTROLLERS = "system:fleetplane:controllers"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 #: extra key naming the logical cluster a credential was issued in (as kcp's cluster-name extra)
 CLUSTER_EXTRA = "authentication.fleetplane.io/cluster-name"

@@ -52,7 +52,7 @@ from ..pipeline.authorization.rbac import RBACAuthorizer
 from ..pipeline.authorization.reviews import Reviews as AuthorizationReviews
 from ..pipeline.authorization.scope import LabelScope, LabelScopeAdmission
 from ..pipeline.flowcontrol.config import FlowControlConfig
-from ..pipeline.user import MASTERS, UserInfo
+from ..pipeline.user import CONTROLLERS, MASTERS, UserInfo
 from ..pipeline.webhook import ServiceResolver, WebhookClient
 from ..plugin import Contributions, Controller, ControllerContext
 from ..registry.catalog import ROOT
@@ -433,13 +433,14 @@ def connection_limits(opts: HubConfig, app: HubApp) -> ConnectionLimits:
 
 def identity_kubeconfig(opts: HubConfig, identity: str | None) -> Path:
     """The kubeconfig a controller running in the hub uses: a client certificate for its own
-    identity (``<data-dir>/identities/<name>.kubeconfig``, renewed at every start), or the
+    identity in group ``system:fleetplane:controllers`` (``<data-dir>/identities/<name>.kubeconfig``,
+    renewed at every start), or the
     admin's when it names none or the hub serves no TLS (no client certificates then)."""
     admin = opts.data_dir / "admin.kubeconfig"
     if identity is None or not opts.tls or not opts.auth:
         return admin
     path = private_dir(opts.data_dir / "identities") / (identity.rsplit(":", 1)[-1] + ".kubeconfig")
-    write_kubeconfig(path, client_kubeconfig(opts.data_dir, identity, [], dt.timedelta(days=365),
+    write_kubeconfig(path, client_kubeconfig(opts.data_dir, identity, [CONTROLLERS], dt.timedelta(days=365),
                                              opts.kubeconfig_clusters))
     return path
 
