@@ -216,7 +216,9 @@ class LeaderElector:
                                 cfg.name, cfg.renew_deadline)
                     self.is_leader = False
                     return
-                if await self._attempt(min(remaining, cfg.retry_period)):
+                # as client-go: an attempt may take what is left of the renew deadline (a hub
+                # answering in 6 s under load still keeps the leader; 4 s attempts all timed out)
+                if await self._attempt(remaining):
                     last = loop.time()
                     break
                 obs = self.observed

@@ -88,7 +88,7 @@ class ClusterController:
         source = Path(hub_kubeconfig) if isinstance(hub_kubeconfig, (str, Path)) else hub_kubeconfig
         self.hub_endpoint: ApiTarget = parse_kubeconfig(source, context, allow_files=True)
         self.base = hub_base(self.hub_endpoint.server)
-        self.hub = Client(self.hub_endpoint.with_server(self.base), COMPONENT, timeout=opts.request_timeout, pool=32)
+        self.hub = Client(self.hub_endpoint.with_server(self.base), COMPONENT, timeout=opts.hub_request_timeout, pool=32)
         #: Events on Clusters, one per state change: written at once, never aggregated
         self.recorder = EventRecorder(self.hub, COMPONENT, instance=os.uname().nodename, window=0.0,
                                       per_logical_cluster=True)

@@ -36,8 +36,13 @@ class ClusterControllerOptions:
     probe_interval: float = option(10.0, "how often each Cluster's health is probed", metavar="SECONDS")
     details_interval: float = option(60.0, "how often each Cluster's version, nodes and capacity are read",
                                      metavar="SECONDS")
-    request_timeout: float = option(5.0, "how long one request of the Cluster controller (to a cluster or the hub) "
-                                         "may take; a probe that takes longer fails", metavar="SECONDS")
+    request_timeout: float = option(5.0, "how long one request of the Cluster controller to a cluster may take; a "
+                                         "probe that takes longer fails", metavar="SECONDS")
+    #: its requests to the hub wait their turn in flow control when the hub is busy (a thousand
+    #: clusters attaching): a short timeout only sends them again, adding to the load. kube's
+    #: clients leave it to the server's own limit (--request-timeout, 60 s)
+    hub_request_timeout: float = option(60.0, "how long one request of the Cluster controller to the hub may take",
+                                        metavar="SECONDS")
     #: Karmada's --cluster-failure-threshold: a slow answer under load does not flap a ClusterProfile
     failure_threshold: float = option(30.0, "how long probes must fail without a break before a healthy Cluster is "
                                             "reported disconnected or unhealthy (its conditions and ClusterProfile "
@@ -96,8 +101,8 @@ def shard_of(logical_cluster: str, name: str, shards: int) -> int:
 
 
 #: the flags of `fleetplane start` (prefixed ``--cluster-``, but --syncer-poll-interval)
-START_FLAGS = ("probe_interval", "details_interval", "request_timeout", "failure_threshold", "status_rate",
-               "status_burst", "syncer_poll_interval")
+START_FLAGS = ("probe_interval", "details_interval", "request_timeout", "hub_request_timeout", "failure_threshold",
+               "status_rate", "status_burst", "syncer_poll_interval")
 #: the flags of ``python -m fleetplane.fleet.cluster``
-STANDALONE_FLAGS = ("manager_name", "probe_interval", "details_interval", "request_timeout", "failure_threshold",
-                    "resources", "syncer_poll_interval", "workers", "shard", "shards")
+STANDALONE_FLAGS = ("manager_name", "probe_interval", "details_interval", "request_timeout", "hub_request_timeout",
+                    "failure_threshold", "resources", "syncer_poll_interval", "workers", "shard", "shards")
