@@ -153,6 +153,16 @@ def requests_by_kind(proc: Process) -> dict[str, float]:
     return out
 
 
+def _scraped(proc: Process, errors: list[str]) -> dict[str, float]:
+    """:func:`requests_by_kind`, or nothing (the failure noted in ``errors``) when the process's
+    /metrics cannot be read: the rest of the measurement still stands."""
+    try:
+        return requests_by_kind(proc)
+    except OSError as exc:
+        errors.append(f"{proc.name}: {exc}")
+        return {}
+
+
 def _rates(before: dict[str, float], after: dict[str, float], seconds: float, top: int = 8) -> dict[str, float]:
     rates = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / seconds for k in after}
     best = sorted(((v, k) for k, v in rates.items() if v > 0), reverse=True)[:top]
@@ -229,13 +239,16 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
         time.sleep(10)
         procs = [hub, *sims]
         pids = [p.pid for p in procs if p.pid] + cms
-        req0 = {p.name: requests_by_kind(p) for p in procs}
+        # what each process holds before anything is asked of it at rest (the open-files limit)
+        fds_at_rest = {p.name: _fds(p.pid) for p in procs if p.pid} | {f"cm{i}": _fds(pid) for i, pid in enumerate(cms)}
+        scrape_errors: list[str] = []
+        req0 = {p.name: _scraped(p, scrape_errors) for p in procs}
         before = {pid: _stat(pid) for pid in pids}
         t1, wall1 = time.monotonic(), time.time()
         time.sleep(window)
         window, wall2 = time.monotonic() - t1, time.time()
         after = {pid: _stat(pid) for pid in pids}
-        req1 = {p.name: requests_by_kind(p) for p in procs}
+        req1 = {p.name: _scraped(p, scrape_errors) for p in procs}
         sim_pids = [p.pid for p in sims if p.pid]
         assert hub.pid is not None
         hub_cpu = (after[hub.pid][1] - before[hub.pid][1]) / window * 100
@@ -261,6 +274,7 @@ def run(clusters: int = 20, *, multi: bool = False, split: bool = False, nodes: 
             "sim_requests_per_s": dict(sorted(sim_req.items(), key=lambda kv: -kv[1])[:8]),
             "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
             "simulators": len(sims), "sim_fds_max": max(_fds(pid) for pid in sim_pids),
+            "fds_at_rest": fds_at_rest, "scrape_errors": scrape_errors,
         }
         if cms:
             cm_cpu = sum(after[pid][1] - before[pid][1] for pid in cms) / window * 100
