@@ -77,7 +77,11 @@ def test_command_lines_refuse_a_shard_out_of_range(tmp_path: Path) -> None:
                "--shard", "2", "--shards", "2", "--data-dir", str(tmp_path))
     assert res.returncode == 2 and "--shard 2 is not one of 0..1" in res.stderr, res.stderr
     res = _run("-m", "fleetplane.cli.main", "controller-manager", "--shards", "0")
-    assert res.returncode == 2 and "want a number of at least 1" in res.stderr, res.stderr
+    assert res.returncode == 2 and "want 1 to 32, not 0" in res.stderr, res.stderr
+    res = _run("-m", "fleetplane.cli.main", "controller-manager", "--shards", "33")
+    assert res.returncode == 2 and "want 1 to 32, not 33" in res.stderr, res.stderr
+    res = _run("-m", "fleetplane.cli.main", "start", "--controller-manager-shards", "33")
+    assert res.returncode == 2 and "want 1 to 32, not 33" in res.stderr, res.stderr
     res = _run("-m", "fleetplane.cli.main", "start", "--data-dir", str(tmp_path / "hub"),
                "--controllers=in-process", "--controller-manager-shards", "2")
     assert res.returncode == 1 and "it needs --controllers=separate, not in-process" in res.stderr, res.stderr

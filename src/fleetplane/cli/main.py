@@ -95,11 +95,8 @@ def _controller_manager_command(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from ..fleet.cluster.options import MAX_SHARDS
     from ..hub import HubConfig, run_hub
 
-    if args.controller_manager_shards > MAX_SHARDS:
-        raise SystemExit(f"--controller-manager-shards: at most {MAX_SHARDS}, not {args.controller_manager_shards}")
     if args.controller_manager_shards > 1 and args.controllers != "separate":
         raise SystemExit("--controller-manager-shards: the shards are controller-manager processes; "
                          f"it needs --controllers=separate, not {args.controllers}")
@@ -151,10 +148,14 @@ def metrics_address_file(shard: int = 0) -> str:
     return METRICS_ADDRESS_FILE if shard == 0 else f"controller-manager-{shard}-metrics-address"
 
 
-def _positive_int(text: str) -> int:
+def _shard_count(text: str) -> int:
+    """A number of controller-manager shards: 1 to MAX_SHARDS (the Cluster controller's RBAC names
+    each shard's Lease), for ``start --controller-manager-shards`` and ``controller-manager --shards`` alike."""
+    from ..fleet.cluster.options import MAX_SHARDS
+
     n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"want a number of at least 1, not {text}")
+    if not 1 <= n <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"want 1 to {MAX_SHARDS}, not {text}")
     return n
 
 
@@ -248,7 +249,7 @@ def _add_controller_arguments(p: argparse.ArgumentParser, where: bool = True) ->
                         "started once it serves, restarted if it exits, stopped before it stops; the default), "
                         "in-process (the server's own event loop) or none (run `fleetplane controller-manager` "
                         "with the same flags yourself)")
-    p.add_argument("--controller-manager-shards", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--controller-manager-shards", type=_shard_count, default=1, metavar="N",
                    help=argparse.SUPPRESS if not where else "with --controllers=separate: run N controller-manager "
                         "processes; the Clusters (and their Syncers) are divided among them by a hash of logical "
                         "cluster and name, the other controllers run in the first (default 1). Each process has "
@@ -306,7 +307,7 @@ def parser() -> argparse.ArgumentParser:
     manager.add_argument("--shard", type=int, default=0, metavar="I",
                          help="this process is shard I (from 0) of --shards: it reconciles the Clusters that hash to "
                               "it, and runs the controllers that are not sharded only if I is 0")
-    manager.add_argument("--shards", type=_positive_int, default=1, metavar="N",
+    manager.add_argument("--shards", type=_shard_count, default=1, metavar="N",
                          help="how many controller-manager processes share the Clusters (default 1)")
     manager.add_argument("--lifeline", action="store_true", help=argparse.SUPPRESS)  # stop when stdin closes
     manager.set_defaults(func=_controller_manager, component="controller-manager")
