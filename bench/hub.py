@@ -495,14 +495,16 @@ def _proc_cpu_seconds(pid: int) -> float:
 
 
 async def _watch_conns(host: str, port: int, ctx: ssl.SSLContext, token: str, path: str, n: int, events: int,
-                       report) -> None:
+                       report, first: int = 0) -> None:
     """``n`` raw HTTP/1.1 watches; each records when it reads each event (time.monotonic, the same
-    clock in every process); a light client: no JSON parsing, the name is cut out of the line."""
+    clock in every process); a light client: no JSON parsing, the name is cut out of the line.
+    ``path`` may hold ``{i}``: the watch's number (from ``first``), e.g. in its label selector."""
     delivered: list[tuple[str, float]] = []
-    request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
-               "Accept: application/json\r\n\r\n").encode()
+    numbers = iter(range(first, first + n))
 
     async def one() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        request = (f"GET {path.format(i=next(numbers))} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+                   "Accept: application/json\r\n\r\n").encode()
         for attempt in range(20):
             try:
                 r, w = await asyncio.open_connection(host, port, ssl=ctx, limit=1 << 20)
@@ -543,10 +545,80 @@ async def _watch_conns(host: str, port: int, ctx: ssl.SSLContext, token: str, pa
     report.put(("done", delivered, cpu))
 
 
-def _watch_client_process(url: str, token: str, cafile: str, path: str, n: int, events: int, report) -> None:
+def _watch_client_process(url: str, token: str, cafile: str, path: str, n: int, events: int, report,
+                          first: int = 0) -> None:
     ctx = ssl.create_default_context(cafile=cafile)
     host, port = url.removeprefix("https://").rsplit(":", 1)
-    asyncio.run(_watch_conns(host, int(port), ctx, token, path, n, events, report))
+    asyncio.run(_watch_conns(host, int(port), ctx, token, path, n, events, report, first))
+
+
+#: each watch's label selector in :func:`selective_watches`: one the watch cache indexes by, and the
+#: same selection the index cannot use (a two-value ``in``), which is offered every event
+SELECTIVE = {"indexed": "fleet%3Dc{i}", "unindexed": "fleet+in+%28c{i}%2Cnone%29"}
+
+
+async def selective_watches(watchers: int, clients: int = 2) -> dict:
+    """``watchers`` watches on one namespace, watch i selecting label ``fleet=c<i>`` (as each of a
+    thousand Syncers watches the objects labelled with its cluster), then one write per watcher,
+    each labelled for one of them, so every write is delivered once: the hub's CPU per write over
+    the same writes with no watch open, with selectors the watch cache indexes its watchers by
+    and with ones it cannot (offered every event, as before the index). One hub, all measured in
+    this run."""
+    import multiprocessing
+
+    hub = HubProcess("--max-connections-per-client", "0", "--max-connections", str(2 * watchers + 1000))
+    mp = multiprocessing.get_context("spawn")
+    result: dict = {"watchers": watchers}
+    try:
+        ns = "kube-system"
+        base = hub.url + f"/api/v1/namespaces/{ns}/configmaps"
+        async with hub.session(8) as s:
+            async def writes(tag: str) -> float:
+                """The hub's CPU per write of one ConfigMap per watcher, 8 at a time."""
+                sem = asyncio.Semaphore(8)
+
+                async def post(i: int) -> None:
+                    body = payload(i) | {"metadata": {"name": f"{tag}-{i}", "labels": {"fleet": f"c{i}"}}}
+                    async with sem, s.post(base, data=orjson.dumps(body)) as r:
+                        assert r.status == 201, await r.text()
+
+                cpu0 = _proc_cpu_seconds(hub.proc.pid)
+                await asyncio.gather(*(post(i) for i in range(watchers)))
+                return (_proc_cpu_seconds(hub.proc.pid) - cpu0) / watchers * 1e6
+
+            await writes("warm")
+            result["alone_us_per_write"] = await writes("alone")
+            for kind, selector in SELECTIVE.items():
+                async with s.get(base) as r:
+                    rv = (await r.json())["metadata"]["resourceVersion"]
+                report = mp.Queue()
+                path = f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}&labelSelector={selector}"
+                share = [watchers // clients + (1 if i < watchers % clients else 0) for i in range(clients)]
+                procs = [mp.Process(target=_watch_client_process, daemon=True,
+                                    args=(hub.url, hub.token, str(hub.ca), path, n, 1, report, sum(share[:k])))
+                         for k, n in enumerate(share)]
+                loop = asyncio.get_running_loop()
+                try:
+                    for p in procs:
+                        p.start()
+                    for _ in procs:
+                        msg = await loop.run_in_executor(None, report.get, True, 600)
+                        assert msg[0] == "open"
+                    result[f"{kind}_us_per_write"] = await writes(kind)
+                    delivered = []
+                    for _ in procs:
+                        msg = await loop.run_in_executor(None, report.get, True, 600)
+                        assert msg[0] == "done"
+                        delivered += msg[1]
+                    assert sorted(name for name, _ in delivered) == sorted(f"{kind}-{i}" for i in range(watchers))
+                finally:
+                    for p in procs:
+                        p.join(10)
+                        if p.is_alive():
+                            p.kill()
+    finally:
+        hub.stop()
+    return result
 
 
 async def watch_scale(watchers: int, events: int = 10, clients: int = 2, gap: float = 0.05) -> dict:
@@ -687,6 +759,7 @@ async def run(quick: bool = False) -> dict:
     finally:
         hub.stop()
     results["watch_scale"] = [await watch_scale(n, 5 if quick else 10) for n in ((1000,) if quick else (1000, 5000))]
+    results["selective_watches"] = await selective_watches(1000)
     fresh = HubProcess()  # start-up on an empty data directory (logical clusters: bench/logical_clusters.py)
     results["startup_seconds"] = fresh.ready_after
     fresh.stop()

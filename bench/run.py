@@ -136,6 +136,23 @@ def _watch_scale_rows(rows: list[dict]) -> list[str]:
     return [*out, ""]
 
 
+def _selective_rows(sel: dict | None) -> list[str]:
+    """bench.hub.selective_watches: the watch cache's dispatch index, against its own absence."""
+    if not sel:
+        return []
+    alone = sel["alone_us_per_write"]
+    over = {k: sel[f"{k}_us_per_write"] - alone for k in ("indexed", "unindexed")}
+    return [f"{sel['watchers']} watches on one namespace, each selecting its own label value (as a thousand Syncers"
+            " each watch the objects labelled with their cluster), one write per watch, each delivered once:"
+            " the hub's CPU per write, over the same writes with no watch open.", "",
+            "| selectors | hub CPU per write (us) | over the writes alone (us) |", "|---|---|---|",
+            f"| no watch open | {alone:.0f} | - |",
+            f"| `fleet=c<i>` (the watch cache offers each event to the watches of its label value) | {sel['indexed_us_per_write']:.0f} | {over['indexed']:.0f} |",
+            f"| `fleet in (c<i>,none)` (the same selection, not indexed: every watch offered every event) | {sel['unindexed_us_per_write']:.0f} | {over['unindexed']:.0f} |",
+            f"| ratio, indexed over not indexed | {_ratio(sel['indexed_us_per_write'], sel['unindexed_us_per_write'])} |"
+            f" {_ratio(over['indexed'], over['unindexed'])} |", ""]
+
+
 def render(r: dict, machine: str, when: str) -> str:
     raw, naive, api, paced, watch = r["raw"], r["naive"], r["api"], r["paced"], r["watch"]
     lines = [
@@ -164,6 +181,7 @@ def render(r: dict, machine: str, when: str) -> str:
         "Latency from a write's request to each watcher reading the event (all on one machine).",
         "",
         *_watch_scale_rows(r.get("watch_scale") or []),
+        *_selective_rows(r.get("selective_watches")),
         "## Start-up",
         "",
         (f"`fleetplane start` on an empty data dir answers `/readyz` 200 after {r['startup_seconds']:.2f} s"

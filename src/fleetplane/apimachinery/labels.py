@@ -60,6 +60,14 @@ class LabelSelector:
         labels = labels or {}
         return all(r.matches(labels) for r in self.requirements)
 
+    def required_label(self) -> tuple[str, str] | None:
+        """A ``(key, value)`` every selected object's labels hold (from ``key=value`` or
+        ``key in (value)``), or None: what the watch cache indexes its watchers by."""
+        for r in self.requirements:
+            if r.op in ("=", "in") and len(r.values) == 1:
+                return r.key, r.values[0]
+        return None
+
     def __str__(self) -> str:
         """``Selector.String()``: requirements sorted by key (a Scale's ``status.selector``)."""
         return ",".join(str(r) for r in sorted(self.requirements, key=lambda r: r.key))

@@ -357,7 +357,8 @@ class GenericStore:
     def watch(self, rt: ResourceType, ctx: Context, opts: ListOptions, since: int | None) -> tuple[Watcher, builtins.list[WatchEvent]]:
         cluster = None if ctx.cluster == "*" else ctx.cluster
         try:
-            return self.cache.watch(self.prefix(rt), cluster, ctx.namespace or None, self._matcher(rt, opts), since)
+            label = opts.label_selector.required_label() if opts.label_selector else None
+            return self.cache.watch(self.prefix(rt), cluster, ctx.namespace or None, self._matcher(rt, opts), since, label)
         except CompactedError as exc:
             raise e.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
 

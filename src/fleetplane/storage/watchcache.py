@@ -129,24 +129,34 @@ Filter = Callable[[CachedObject], bool]
 
 
 Sink = Callable[[WatchEvent], None]
+#: what an event must carry to concern a watcher: (logical cluster, label key, label value), each
+#: None where the watcher takes any
+DispatchKey = tuple[str | None, str | None, str | None]
 
 
 class Watcher:
     """One watch: matching events handed to its sink as they are applied (:meth:`attach`), or
     queued (``queue``) for a reader that has none; a watcher the HTTP layer serves has a sink."""
 
-    __slots__ = ("cache", "cluster", "namespace", "match", "_queue", "closed", "overflowed", "sink", "on_stop")
+    __slots__ = ("cache", "cluster", "namespace", "match", "label", "_queue", "closed", "overflowed", "sink", "on_stop")
 
-    def __init__(self, cache: ResourceCache, cluster: str | None, namespace: str | None, match: Filter) -> None:
+    def __init__(self, cache: ResourceCache, cluster: str | None, namespace: str | None, match: Filter,
+                 label: tuple[str, str] | None = None) -> None:
         self.cache = cache
         self.cluster = cluster
         self.namespace = namespace
         self.match = match
+        #: a label ``(key, value)`` every object ``match`` selects carries (see ResourceCache.concerned)
+        self.label = label
         self._queue: asyncio.Queue[WatchEvent | None] | None = None
         self.closed = False
         self.overflowed = False
         self.sink: Sink | None = None
         self.on_stop: Callable[[], None] | None = None
+
+    @property
+    def dispatch_key(self) -> DispatchKey:
+        return (self.cluster, *(self.label or (None, None)))
 
     @property
     def queue(self) -> asyncio.Queue[WatchEvent | None]:
@@ -210,7 +220,7 @@ class Watcher:
     def stop(self) -> None:
         if not self.closed:
             self.closed = True
-            self.cache.watchers.discard(self)
+            self.cache.remove_watcher(self)
             if self._queue is not None:
                 self._queue.put_nowait(None)
             if self.on_stop is not None:
@@ -233,6 +243,47 @@ class ResourceCache:
         # Events after this revision are all in history (or there were none).
         self.oldest_revision = start_revision
         self.watchers: set[Watcher] = set()
+        #: the watchers by dispatch key, and how many are indexed by each label key: an event is
+        #: offered to the watchers it can concern, not to all of them (a thousand Syncers each
+        #: watching Deployments labelled with their cluster's name get one offer per event, not
+        #: a thousand)
+        self._dispatch: dict[DispatchKey, set[Watcher]] = {}
+        self._label_keys: collections.Counter[str] = collections.Counter()
+
+    def add_watcher(self, w: Watcher) -> None:
+        self.watchers.add(w)
+        self._dispatch.setdefault(w.dispatch_key, set()).add(w)
+        if w.label is not None:
+            self._label_keys[w.label[0]] += 1
+
+    def remove_watcher(self, w: Watcher) -> None:
+        if w not in self.watchers:
+            return
+        self.watchers.discard(w)
+        key = w.dispatch_key
+        bucket = self._dispatch[key]
+        bucket.discard(w)
+        if not bucket:
+            del self._dispatch[key]
+        if w.label is not None:
+            self._label_keys[w.label[0]] -= 1
+            if not self._label_keys[w.label[0]]:
+                del self._label_keys[w.label[0]]
+
+    def concerned(self, ev: WatchEvent) -> list[Watcher]:
+        """The watchers ``ev`` may concern: those of every logical cluster or of its own, taking
+        any label or one its object has now or had before (leaving a selector is a DELETED)."""
+        cluster = ev.cur.cluster
+        keys: list[DispatchKey] = [(None, None, None), (cluster, None, None)]
+        if self._label_keys:
+            now = ev.cur.obj["metadata"].get("labels") or {}
+            before = (ev.prev.obj["metadata"].get("labels") or {}) if ev.prev is not None else {}
+            for label in self._label_keys:
+                for value in {now.get(label), before.get(label)}:
+                    if value is not None:
+                        keys += [(None, label, value), (cluster, label, value)]
+        dispatch = self._dispatch
+        return [w for key in keys if (bucket := dispatch.get(key)) for w in bucket]
 
     def load(self, o: CachedObject) -> None:
         self.by_key[o.key] = o
@@ -254,7 +305,7 @@ class ResourceCache:
         self.history.append(wev)
         self.history_bytes += wev.size
         self.trim()
-        for w in list(self.watchers):
+        for w in self.concerned(wev):
             w.offer(wev)
         return wev
 
@@ -478,13 +529,15 @@ class WatchCache:
         return rev
 
     def watch(self, prefix: str, cluster: str | None, namespace: str | None, match: Filter,
-              since: int | None) -> tuple[Watcher, list[WatchEvent]]:
+              since: int | None, label: tuple[str, str] | None = None) -> tuple[Watcher, list[WatchEvent]]:
         """Register a watcher; returns it and the history after ``since`` it must replay first.
+        ``label``: a label ``(key, value)`` every object ``match`` selects carries, if any (the
+        watcher is then offered only events of objects that carry it or did).
 
         Raises CompactedError when ``since`` is older than the history kept.
         """
         rc = self.resource(prefix)
-        w = Watcher(rc, cluster, namespace, match)
+        w = Watcher(rc, cluster, namespace, match, label)
         replay: list[WatchEvent] = []
         if since is not None and since < self.revision:
             rc.trim()  # what has aged out since the last write is gone
@@ -493,7 +546,7 @@ class WatchCache:
             for ev in rc.history:
                 if ev.revision > since and (out := w.translate(ev)) is not None:
                     replay.append(out)
-        rc.watchers.add(w)
+        rc.add_watcher(w)
         if self.closing:
             w.stop()
         return w, replay

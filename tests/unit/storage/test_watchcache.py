@@ -304,3 +304,73 @@ async def test_a_scope_lists_its_range_in_key_order_through_every_change(store: 
         assert [o.name for o in restarted.resource(PREFIX).objects(None, None)] == ["e", "c", "d", "b"]
     finally:
         await restarted.close()
+
+
+def labelled(name: str, **labels: str) -> bytes:
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}})
+
+
+async def test_watchers_indexed_by_a_label_see_what_unindexed_ones_see(store: SQLiteStore, cache: WatchCache) -> None:
+    """Objects moving between label values, appearing and going, in two logical clusters: a
+    watcher offered only the events its label index admits gets exactly the events of one
+    offered every event (entering its selector as ADDED, leaving as DELETED)."""
+    import random
+
+    rng = random.Random(7)
+    values = ["a", "b", "c"]
+
+    def selecting(v: str) -> watchcache.Filter:
+        return lambda o: (o.obj["metadata"].get("labels") or {}).get("cluster") == v
+
+    pairs = [(cache.watch(PREFIX, c, None, selecting(v), None, label=("cluster", v))[0],
+              cache.watch(PREFIX, c, None, selecting(v), None)[0]) for v in values for c in ("root", None)]
+    revs: dict[str, int] = {}
+    try:
+        for step in range(60):
+            name, cluster = f"o{rng.randrange(4)}", rng.choice(["root", "other"])
+            k = key(name, cluster)
+            if k in revs and rng.random() < 0.25:
+                await store.delete(k, revs.pop(k))
+                continue
+            labels = {"cluster": rng.choice(values)} if rng.random() < 0.8 else {"other": "x"}
+            body = labelled(name, step=str(step), **labels)
+            revs[k] = await store.update(k, body, revs[k]) if k in revs else await store.create(k, body)
+        await cache.sync()
+        for indexed, full in pairs:
+            got, want = [], []
+            while not indexed.queue.empty():
+                got.append(indexed.queue.get_nowait())
+            while not full.queue.empty():
+                want.append(full.queue.get_nowait())
+            assert want, "the sequence gave every watcher something to see"
+            assert [(e.type, e.cur.key, e.revision) for e in got] == [(e.type, e.cur.key, e.revision) for e in want]
+    finally:
+        for pair in pairs:
+            for w in pair:
+                w.stop()
+    assert not cache.resource(PREFIX).watchers and not cache.resource(PREFIX)._dispatch
+
+
+async def test_an_event_is_offered_only_to_the_watchers_its_labels_concern(store: SQLiteStore, cache: WatchCache) -> None:
+    """A thousand watchers each selecting its own label value: an object's change is offered to
+    the one watching its value (and to unindexed watchers), not to the thousand."""
+    def selecting(v: str) -> watchcache.Filter:
+        return lambda o: (o.obj["metadata"].get("labels") or {}).get("cluster") == v
+
+    many = [cache.watch(PREFIX, "root", None, selecting(f"c{i}"), None, label=("cluster", f"c{i}"))[0] for i in range(1000)]
+    unindexed, _ = cache.watch(PREFIX, None, None, everything, None)
+    try:
+        rev = await store.create(key("x"), labelled("x", cluster="c7"))
+        await cache.sync()
+        rc = cache.resource(PREFIX)
+        last = rc.history[-1]
+        assert set(rc.concerned(last)) == {many[7], unindexed}
+        await store.update(key("x"), labelled("x", cluster="c8"), rev)
+        await cache.sync()
+        moved = rc.history[-1]
+        assert set(rc.concerned(moved)) == {many[7], many[8], unindexed}
+        assert (await next_event(many[7])).type == "ADDED" and (await next_event(many[7])).type == "DELETED"
+        assert (await next_event(many[8])).type == "ADDED"
+    finally:
+        for w in [*many, unindexed]:
+            w.stop()
