@@ -117,6 +117,9 @@ def test_the_controllers_run_in_a_process_of_their_own_each_as_its_identity(star
     hub = started
     assert hub.proc is not None
     pid = wait_for(lambda: controller_manager(hub), 60, what="the controller-manager process")
+    # a process group of its own (a terminal's Ctrl-C reaches the server only), the server's
+    # session (one autogroup for the scheduler: a shard gets no more CPU than the server)
+    assert os.getpgid(pid) == pid != os.getpgid(hub.proc.pid) and os.getsid(pid) == os.getsid(hub.proc.pid)
     # every controller of the hub runs there: its Leases name that process, not the server's
     wait_for(lambda: held_by(hub, pid), 90, interval=0.5, what="the controllers' Leases held by the controller-manager")
     assert not any(f"_{hub.proc.pid}_" in h for h in holders(hub).values())

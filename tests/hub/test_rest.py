@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..harness import Hub
+from ..harness import Hub, wait_for
 
 
 def cm(name: str, data: dict | None = None, **meta) -> dict:
@@ -44,6 +44,38 @@ def test_aggregated_discovery_when_asked(hub: Hub):
     crd_group = next(i for i in doc["items"] if i["metadata"].get("name") == "apiextensions.k8s.io")
     res = crd_group["versions"][0]["resources"][0]
     assert res["resource"] == "customresourcedefinitions" and res["scope"] == "Cluster"
+
+
+def test_aggregated_discovery_is_sent_only_when_it_changed(hub: Hub, logical_cluster: str):
+    """kube's discovery ETag: the same while the types are, 304 without a body for If-None-Match
+    with it, another once a CRD is served (the new document lists it); each version its own."""
+    v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    v2beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    base = f"/clusters/{logical_cluster}"
+    for path in ("/api", "/apis"):
+        code, headers, _ = hub.request("GET", base + path, headers={"Accept": v2})
+        tag = headers["etag"]
+        assert code == 200 and tag.startswith('"') and headers["vary"] == "Accept"
+        assert hub.request("GET", base + path, headers={"Accept": v2})[1]["etag"] == tag
+        code, headers, raw = hub.request("GET", base + path, headers={"Accept": v2, "If-None-Match": tag})
+        assert (code, raw, headers["etag"]) == (304, b"", tag) and "content-type" not in headers
+        assert hub.request("GET", base + path, headers={"Accept": v2beta1})[1]["etag"] != tag
+    _, headers, _ = hub.request("GET", base + "/apis", headers={"Accept": v2})
+    tag = headers["etag"]
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "sprockets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "sprockets", "kind": "Sprocket"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    code, body = hub.json("POST", f"{base}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert code == 201, body
+
+    def served() -> bytes | None:
+        code, headers, raw = hub.request("GET", base + "/apis", headers={"Accept": v2, "If-None-Match": tag})
+        return raw if code == 200 and b'"sprockets"' in raw else None
+
+    raw = wait_for(served, timeout=10)
+    assert any(i["metadata"]["name"] == "example.com" for i in json.loads(raw)["items"])
 
 
 def test_create_get_update_conflict_and_delete(hub: Hub, namespace: str):

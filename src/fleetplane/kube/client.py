@@ -376,13 +376,14 @@ class Client:
         return err
 
     async def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str,
-                    accept: str, timeout: Any) -> aiohttp.ClientResponse:
+                    accept: str, timeout: Any, headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
         params = [(k, "true" if v is True else "false" if v is False else str(v))
                   for k, v in (query or {}).items() if v is not None]
         try:
             api = await self._conn.get()
             resp: aiohttp.ClientResponse = await api.call_api(  # with _preload_content=False
-                path, method, query_params=params, header_params={"Accept": accept, "Content-Type": content_type},
+                path, method, query_params=params,
+                header_params={"Accept": accept, "Content-Type": content_type, **(headers or {})},
                 body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
             return resp
         except _NETWORK_ERRORS as exc:
@@ -401,11 +402,32 @@ class Client:
             resp.release()
         return resp.status, data
 
+    async def conditional_get(self, path: str, etag: str | None, *, accept: str = JSON,
+                              timeout: float | None = None) -> tuple[Any, str | None]:
+        """GET with ``If-None-Match: <etag>`` when there is one: the decoded answer and its
+        ETag, or (None, ``etag``) when the server says it is unchanged (304, no body); ApiError
+        for any other status but 2xx."""
+        timeout = timeout or self.timeout
+        resp = await self._send("GET", path, None, None, JSON, accept, timeout, {"If-None-Match": etag} if etag else None)
+        try:
+            data = await resp.read()
+        except _NETWORK_ERRORS as exc:
+            raise self._unreachable(exc, timeout) from exc
+        finally:
+            resp.release()
+        if resp.status == 304:
+            return None, etag
+        doc = self._decoded("GET", path, resp.status, data)
+        return ({} if doc is None else doc), resp.headers.get("ETag")
+
     async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                       content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> Any:
         """The decoded answer; ApiError for any status but 2xx."""
         status, data = await self.raw(method, path, query=query, body=body, content_type=content_type, accept=accept,
                                       timeout=timeout)
+        return self._decoded(method, path, status, data)
+
+    def _decoded(self, method: str, path: str, status: int, data: bytes) -> Any:
         if not 200 <= status < 300:
             raise self._mark(error_from(status, data))
         if not data:

@@ -37,7 +37,7 @@ from ..storage.interface import StorageError, UnavailableError
 from . import discovery, openapi, openapi_v2
 from .filters import Pipeline, request_verb
 from .handlers import ResourceHandler
-from .http import Request, respond, respond_error, respond_json
+from .http import Request, etag, not_modified, respond, respond_error, respond_json, respond_not_modified
 from .metrics import Metrics
 from .request import RequestInfo, parse
 
@@ -62,6 +62,8 @@ def version_info(git_version: str) -> dict:
 
 #: the cyclic collector's thresholds once the hub serves (Python's are 700, 10, 10)
 GC_THRESHOLDS = (50_000, 20, 10)
+#: aggregated discovery documents kept built (``HubApp._aggregated``): a few MiB at most
+DISCOVERY_KEPT = 256
 
 
 def tune_gc() -> None:
@@ -113,6 +115,9 @@ class HubApp:
         self.ready = False
         self._version = orjson.dumps(version_info(config.git_version))
         self._openapi: dict[tuple[str, int], tuple[dict, dict[str, dict]]] = {}
+        #: aggregated discovery documents and their ETags by (logical cluster, its catalog
+        #: generation, core or not, version), least recently used first
+        self._discovery: dict[tuple[str, int, bool, str], tuple[bytes, str]] = {}
         self._swagger = openapi_v2.SwaggerService()
 
     # -- ASGI -----------------------------------------------------------------------------
@@ -315,8 +320,7 @@ class HubApp:
         if len(parts) == 1:
             agg = discovery.aggregated_version(req.accept)
             if agg:
-                await respond_json(req, 200, discovery.aggregated(types, core=True, version=agg),
-                                   content_type=discovery.aggregated_content_type(agg))
+                await self._aggregated(req, info.cluster, core=True, version=agg)
             else:
                 await respond_json(req, 200, discovery.api_versions(self.config.server_address))
             return
@@ -334,8 +338,7 @@ class HubApp:
         if len(parts) == 1:
             agg = discovery.aggregated_version(req.accept)
             if agg:
-                await respond_json(req, 200, discovery.aggregated(types, core=False, version=agg),
-                                   content_type=discovery.aggregated_content_type(agg))
+                await self._aggregated(req, info.cluster, core=False, version=agg)
                 return
             body = discovery.api_group_list(types)
         elif len(parts) == 2:
@@ -345,6 +348,27 @@ class HubApp:
         if body is None:
             raise StatusError(404, "NotFound", "the server could not find the requested resource", {})
         await respond_json(req, 200, body)
+
+    async def _aggregated(self, req: Request, cluster: str, *, core: bool, version: str) -> None:
+        """Aggregated discovery (``/api`` or ``/apis``) as kube serves it (its discovery/aggregated
+        etag.go): ``ETag`` the document's hash, ``If-None-Match`` with it answered 304 without a
+        body, so a client polling for new types (every Syncer, every 30 s) is sent nothing while
+        nothing changed. Each document is built and hashed once per catalog generation of its
+        logical cluster (the last few hundred kept)."""
+        key = (cluster, self.registry.catalog.generation.get(cluster, 0), core, version)
+        cached = self._discovery.pop(key, None)
+        if cached is None:
+            body = orjson.dumps(discovery.aggregated(self.registry.catalog.types(cluster), core=core, version=version))
+            cached = (body, etag(body))
+            if len(self._discovery) >= DISCOVERY_KEPT:
+                self._discovery.pop(next(iter(self._discovery)))
+        self._discovery[key] = cached  # the newest last: the oldest goes first
+        body, tag = cached
+        headers = [("etag", tag), ("vary", "Accept"), ("cache-control", "public")]
+        if not_modified(req.headers.get("if-none-match", ""), tag):
+            await respond_not_modified(req, headers)
+            return
+        await respond(req, 200, body, content_type=discovery.aggregated_content_type(version), extra=headers)
 
     def _openapi_docs(self, cluster: str) -> tuple[dict, dict[str, dict]]:
         gen = (cluster, self.registry.catalog.generation.get(cluster, 0))

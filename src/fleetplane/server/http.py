@@ -7,6 +7,7 @@ framework's router would add a layer without removing any code; uvicorn does the
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -154,6 +155,30 @@ async def respond(req: Request, status: int, body: bytes, content_type: str = JS
     headers.append((b"content-length", str(len(body)).encode()))
     await req.send({"type": "http.response.start", "status": status, "headers": headers})
     await req.send({"type": "http.response.body", "body": body})
+
+
+def etag(json_bytes: bytes) -> str:
+    """kube's ETag of a document it serves (OpenAPI, aggregated discovery): the SHA-512 of its
+    JSON in upper-case hex, quoted."""
+    return '"' + hashlib.sha512(json_bytes).hexdigest().upper() + '"'
+
+
+def not_modified(if_none_match: str, current: str) -> bool:
+    """``If-None-Match`` as Go's http.ServeContent reads it: ``*`` or any listed tag, weakly."""
+    if not if_none_match:
+        return False
+    for tag in if_none_match.split(","):
+        tag = tag.strip()
+        if tag == "*" or tag.removeprefix("W/") == current.removeprefix("W/"):
+            return True
+    return False
+
+
+async def respond_not_modified(req: Request, headers: list[tuple[str, str]]) -> None:
+    """304, as Go's writeNotModified: no Content-Type or Content-Length, the validators kept."""
+    raw = [(k.encode(), v.encode()) for k, v in headers]
+    await req.send({"type": "http.response.start", "status": 304, "headers": raw})
+    await req.send({"type": "http.response.body", "body": b""})
 
 
 async def respond_json(req: Request, status: int, obj: Any, **kw: Any) -> None:

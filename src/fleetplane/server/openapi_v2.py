@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
-import hashlib
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from email.utils import formatdate
@@ -39,7 +38,9 @@ from google.protobuf.message import Message
 from ..registry.types import ResourceType
 from . import openapi
 from . import openapiv2_pb2 as pb
-from .http import Request, respond
+from .http import Request, etag, not_modified, respond, respond_not_modified
+
+__all__ = ["etag", "not_modified"]  # kube-openapi's, shared with discovery (.http)
 
 V3_REF = openapi.REF
 V2_REF = "#/definitions/"
@@ -215,11 +216,6 @@ def encode_json(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
-def etag(json_bytes: bytes) -> str:
-    """kube-openapi's ETag: the SHA-512 of the JSON document in upper-case hex, quoted."""
-    return '"' + hashlib.sha512(json_bytes).hexdigest().upper() + '"'
-
-
 # -- content negotiation and caching ----------------------------------------------------------
 
 
@@ -248,17 +244,6 @@ def negotiate(accept: str) -> str | None:
             if typ in (a_type, "*") and sub in (a_sub, "*"):
                 return returned
     return None
-
-
-def not_modified(if_none_match: str, current: str) -> bool:
-    """``If-None-Match`` as Go's http.ServeContent reads it: ``*`` or any listed tag, weakly."""
-    if not if_none_match:
-        return False
-    for tag in if_none_match.split(","):
-        tag = tag.strip()
-        if tag == "*" or tag.removeprefix("W/") == current.removeprefix("W/"):
-            return True
-    return False
 
 
 # -- protobuf (gnostic openapi.v2) ------------------------------------------------------------
@@ -498,10 +483,7 @@ class SwaggerService:
         swagger = await self.document(cluster, generation, types)
         headers = [*vary, ("etag", swagger.etag), ("last-modified", swagger.last_modified)]
         if not_modified(req.headers.get("if-none-match", ""), swagger.etag):
-            # Go's writeNotModified: no Content-Type or Content-Length, the validators kept
-            raw = [(k.encode(), v.encode()) for k, v in headers]
-            await req.send({"type": "http.response.start", "status": 304, "headers": raw})
-            await req.send({"type": "http.response.body", "body": b""})
+            await respond_not_modified(req, headers)
             return
         # kube-openapi wraps the handler in a gzip handler: clients (Go's transport) ask for it
         gzipped = _accepts_gzip(req.headers.get("accept-encoding", ""))

@@ -28,7 +28,7 @@ from ...kube.informer import Informer
 from ...kube.kubeconfig import ApiTarget
 from ...kube.workqueue import Backoff
 from . import constants
-from .discovery import ApiResource, Discovery, discover, parse_resource
+from .discovery import ApiResource, Discoverer, Discovery, parse_resource
 from .host import DEFAULT_RETAIN, RetainRule
 from .hubcrds import HubCRDs, listed
 from .objectsync import ObjectSync, SyncedType
@@ -107,6 +107,7 @@ class Syncer:
         ua = f"{self.manager}/{self.cluster_name}"
         self.hub = Client(self.hub_target, ua, name="hub", pool=256)
         self.down = Client(self.down_target, ua, name="cluster", pool=256)
+        self.hub_discovery, self.down_discovery = Discoverer(self.hub), Discoverer(self.down)
         self.hub_crds = self._hub_crds or listed(self.hub)
         self.events = EventRecorder(self.hub, self.manager, host=self.cluster_name)
         self.objects = ObjectSync(self, self.workers)
@@ -139,9 +140,9 @@ class Syncer:
         while True:
             delay = self._period()
             try:
-                down_disc = await discover(self.down)
+                down_disc = await self.down_discovery.discover()
                 self.mark_ok("discovery:cluster")
-                hub_disc = await discover(self.hub)
+                hub_disc = await self.hub_discovery.discover()
                 self.mark_ok("discovery:hub")
                 assert self.objects is not None
                 await self.objects.ensure_types(self._wanted(hub_disc, down_disc),

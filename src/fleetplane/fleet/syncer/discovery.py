@@ -1,5 +1,8 @@
 """What an API server serves: aggregated discovery (one request per /api and /apis) when the
-server offers it, legacy discovery otherwise. There is no watch on api-resources; callers poll."""
+server offers it, legacy discovery otherwise. There is no watch on api-resources; callers poll,
+and a :class:`Discoverer` polls as client-go's cached discovery does: with the ETags of the
+last aggregated answers, which a server whose types did not change answers 304 without a body
+(kube-apiserver and fleetplane both do), so the last :class:`Discovery` stands."""
 
 from __future__ import annotations
 
@@ -102,11 +105,53 @@ def _from_resource_list(group: str, version: str, doc: dict, preferred: bool,
                               frozenset(subs.get(res["name"], ())), preferred))
 
 
+class Discoverer:
+    """Polls what ``client``'s server serves, sending the ETags of its last aggregated answers:
+    while the server answers both 304 the last Discovery is returned as it was (shared: never
+    change it)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._tags: dict[str, str] = {}
+        self._last: Discovery | None = None
+
+    async def _get(self, path: str) -> dict | None:
+        """The aggregated (or legacy) document at ``path``; None when it is unchanged (304)."""
+        doc, tag = await self.client.conditional_get(path, self._tags.get(path), accept=AGGREGATED_ACCEPT)
+        if doc is None:
+            return None
+        if tag and doc.get("kind") == "APIGroupDiscoveryList":
+            self._tags[path] = tag
+        else:
+            self._tags.pop(path, None)
+        return doc
+
+    async def discover(self) -> Discovery:
+        """Everything the server serves. Raises ApiError when it cannot be read."""
+        core, apis = await self._get("/api"), await self._get("/apis")
+        if core is None and apis is None and self._last is not None:
+            return self._last
+        if core is None or apis is None:  # one changed: read both afresh
+            self._tags.clear()
+            core, apis = core or await self._get("/api"), apis or await self._get("/apis")
+        assert core is not None and apis is not None
+        self._last = None
+        found = await _discovered(self.client, core, apis)
+        if "/api" in self._tags and "/apis" in self._tags:
+            self._last = found
+        return found
+
+
 async def discover(client: Client) -> Discovery:
-    """Everything ``client``'s server serves. Raises ApiError when it cannot be read."""
-    out: dict[tuple[str, str], list[ApiResource]] = {}
+    """Everything ``client``'s server serves, read afresh. Raises ApiError when it cannot be read."""
     core = await client.request("GET", "/api", accept=AGGREGATED_ACCEPT)
     apis = await client.request("GET", "/apis", accept=AGGREGATED_ACCEPT)
+    return await _discovered(client, core, apis)
+
+
+async def _discovered(client: Client, core: dict, apis: dict) -> Discovery:
+    """The Discovery of the ``/api`` and ``/apis`` answers (legacy ones: each group version read)."""
+    out: dict[tuple[str, str], list[ApiResource]] = {}
     if core.get("kind") == "APIGroupDiscoveryList" and apis.get("kind") == "APIGroupDiscoveryList":
         _from_aggregated(core, out)
         _from_aggregated(apis, out)
