@@ -344,7 +344,8 @@ def render(r: dict) -> list[str]:
         " resident memory and CPU divided by N (memory: what it grew by since it started); the smallest size is"
         " the baseline of the ratio (flat is 1.0). A process holds at most 20,000 open files here (hard"
         " RLIMIT_NOFILE), and a cluster about 47 of its simulator's and 39 of its shard's (a connection per watch,"
-        " HTTP/1.1): hence the processes.", "",
+        " HTTP/1.1): hence the processes. The simulators and shards run at nice"
+        f" {BACKGROUND_NICE}, below the hub: they stand in for machines of their own.", "",
         "| clusters | processes: simulators / controller-manager shards | all Ready (s) | hub MiB added per cluster"
         " | hub CPU at rest per cluster (% of a core) | controller-manager MiB added / CPU % per cluster"
         " | simulator MiB / CPU % per cluster | hub fds per cluster | hub requests/s at rest"
