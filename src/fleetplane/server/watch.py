@@ -319,6 +319,8 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
                 for ev in early:
                     stream.sink(ev)
         await stream_chunk(req, b"".join(chunk))
+        # not held for the watch's life (up to an hour): the initial events' list and their bytes
+        del chunk, initial, replay
         stream.go_live(timeout, bookmark_interval if bookmarks else None)
         while True:
             await stream.wait()
