@@ -389,36 +389,37 @@ class Client:
         except _NETWORK_ERRORS as exc:
             raise self._unreachable(exc, timeout if isinstance(timeout, (int, float)) else self.timeout) from exc
 
-    async def raw(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                  content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> tuple[int, bytes]:
-        """The status and body of any answer (health endpoints answer text)."""
+    async def _read(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str,
+                    accept: str, timeout: float | None, headers: Mapping[str, str] | None = None
+                    ) -> tuple[int, bytes, Mapping[str, str]]:
+        """The status, body and headers of any answer."""
         timeout = timeout or self.timeout
-        resp = await self._send(method, path, query, body, content_type, accept, timeout)
+        resp = await self._send(method, path, query, body, content_type, accept, timeout, headers)
         try:
             data = await resp.read()
         except _NETWORK_ERRORS as exc:
             raise self._unreachable(exc, timeout) from exc
         finally:
             resp.release()
-        return resp.status, data
+        return resp.status, data, resp.headers
+
+    async def raw(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                  content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> tuple[int, bytes]:
+        """The status and body of any answer (health endpoints answer text)."""
+        status, data, _ = await self._read(method, path, query, body, content_type, accept, timeout)
+        return status, data
 
     async def conditional_get(self, path: str, etag: str | None, *, accept: str = JSON,
                               timeout: float | None = None) -> tuple[Any, str | None]:
         """GET with ``If-None-Match: <etag>`` when there is one: the decoded answer and its
         ETag, or (None, ``etag``) when the server says it is unchanged (304, no body); ApiError
         for any other status but 2xx."""
-        timeout = timeout or self.timeout
-        resp = await self._send("GET", path, None, None, JSON, accept, timeout, {"If-None-Match": etag} if etag else None)
-        try:
-            data = await resp.read()
-        except _NETWORK_ERRORS as exc:
-            raise self._unreachable(exc, timeout) from exc
-        finally:
-            resp.release()
-        if resp.status == 304:
+        status, data, headers = await self._read("GET", path, None, None, JSON, accept, timeout,
+                                                 {"If-None-Match": etag} if etag else None)
+        if status == 304:
             return None, etag
-        doc = self._decoded("GET", path, resp.status, data)
-        return ({} if doc is None else doc), resp.headers.get("ETag")
+        doc = self._decoded("GET", path, status, data)
+        return ({} if doc is None else doc), headers.get("ETag")
 
     async def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                       content_type: str = JSON, accept: str = JSON, timeout: float | None = None) -> Any:
