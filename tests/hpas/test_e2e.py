@@ -98,9 +98,21 @@ def test_hub_hpa_splits_and_follows_the_clusters(world: World) -> None:
         ck = Kubectl(c.kubeconfig, namespace="default")
         wait_for(lambda ck=ck, name=name: ck("get", "hpa", f"web--{name}", check=False).code == 0, 30, interval=0.3,
                  what=f"HPA web--{name} in cluster {name}")
-    hpa = wait_for(lambda: (h := world.hpa("web")) and _cond(h, "ScalingActive").get("status") == "True"
-                   and (h.get("status") or {}).get("currentReplicas") == 4 and h, 60, interval=0.3,
-                   what=f"the parent HPA active with 4 replicas (now {world.hpa('web')})")
+    def statuses() -> str:
+        """What the parent, the hub's children and the clusters' HPAs report (for a timeout)."""
+        out = {"parent": (world.hpa("web") or {}).get("status"),
+               "hub children": {n: h.get("status") for n, h in children().items()}}
+        for name, c in world.clusters.items():
+            got = Kubectl(c.kubeconfig, namespace="default")("get", "hpa", f"web--{name}", "-o", "json", check=False)
+            out[f"cluster {name}"] = got.json().get("status") if got.code == 0 else got.err
+        return repr(out)
+
+    try:
+        hpa = wait_for(lambda: (h := world.hpa("web")) and _cond(h, "ScalingActive").get("status") == "True"
+                       and (h.get("status") or {}).get("currentReplicas") == 4 and h, 60, interval=0.3,
+                       what="the parent HPA active with 4 replicas")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; now: {statuses()}") from None
     assert hpa["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 50
     rows = [r.split() for r in k("get", "hpa", "web").out.splitlines()]
     assert rows[0] == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]

@@ -18,7 +18,8 @@ does, simplified:
 - stabilisation as kube's ``stabilizeRecommendationWithBehaviors``: the lowest proposal of the
   scale-up window (``behavior.scaleUp.stabilizationWindowSeconds``, default 0) and the highest of
   the scale-down window (``behavior.scaleDown.stabilizationWindowSeconds``, else the controller's
-  downscale stabilisation, kube's 300 s) bound the change;
+  downscale stabilisation, kube's 300 s) bound the change; an HPA first seen starts its history
+  with the target's current count (kube's ``recordInitialRecommendation``);
 - the behavior's rate policies (default: up by max(4 Pods, 100 %), down by 100 %) limit one sync's
   step (their ``periodSeconds`` are not tracked: each sync is one period), then min/max clamp;
 - a new count is written to ``/scale``; Events ``SuccessfulRescale`` ("New size: N; reason: ...")
@@ -200,6 +201,9 @@ class HPAController:
             await self._write_status(hpa, status, conditions)
             return
         current = int((scale.get("spec") or {}).get("replicas") or 0)
+        # kube's recordInitialRecommendation: an HPA first seen recommends what the target has, so
+        # a low first reading (Pods just started) cannot scale it down within the window
+        self.recommendations.setdefault(key, [(time.monotonic(), current)])
         status["currentReplicas"] = int((scale.get("status") or {}).get("replicas") or 0)
         mn, mx = int(spec.get("minReplicas") or 1), int(spec.get("maxReplicas") or 1)
         metrics_status: list[dict] | None = None
