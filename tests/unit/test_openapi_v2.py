@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fleetplane.server import openapi_v2
+from fleetplane.server.http import not_modified
 from fleetplane.server.openapiv2_pb2 import Document
 
 
@@ -44,9 +45,9 @@ def test_negotiation_follows_the_clients_order():
 
 def test_if_none_match_lists_weak_tags_and_star():
     tag = '"ABC"'
-    assert openapi_v2.not_modified('"ABC"', tag) and openapi_v2.not_modified('"x", W/"ABC"', tag)
-    assert openapi_v2.not_modified("*", tag)
-    assert not openapi_v2.not_modified("", tag) and not openapi_v2.not_modified('"abc"', tag)
+    assert not_modified('"ABC"', tag) and not_modified('"x", W/"ABC"', tag)
+    assert not_modified("*", tag)
+    assert not not_modified("", tag) and not not_modified('"abc"', tag)
 
 
 def test_protobuf_forms_of_gnostic():

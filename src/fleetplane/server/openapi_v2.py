@@ -40,8 +40,6 @@ from . import openapi
 from . import openapiv2_pb2 as pb
 from .http import Request, etag, not_modified, respond, respond_not_modified
 
-__all__ = ["etag", "not_modified"]  # kube-openapi's, shared with discovery (.http)
-
 V3_REF = openapi.REF
 V2_REF = "#/definitions/"
 #: the media types kube-openapi's handler serves, and the Content-Type each answers with

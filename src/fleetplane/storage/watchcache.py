@@ -242,7 +242,6 @@ class ResourceCache:
         self.clock = clock
         # Events after this revision are all in history (or there were none).
         self.oldest_revision = start_revision
-        self.watchers: set[Watcher] = set()
         #: the watchers by dispatch key, and how many are indexed by each label key: an event is
         #: offered to the watchers it can concern, not to all of them (a thousand Syncers each
         #: watching Deployments labelled with their cluster's name get one offer per event, not
@@ -250,18 +249,21 @@ class ResourceCache:
         self._dispatch: dict[DispatchKey, set[Watcher]] = {}
         self._label_keys: collections.Counter[str] = collections.Counter()
 
+    @property
+    def watchers(self) -> list[Watcher]:
+        """Every registered watcher."""
+        return [w for bucket in self._dispatch.values() for w in bucket]
+
     def add_watcher(self, w: Watcher) -> None:
-        self.watchers.add(w)
         self._dispatch.setdefault(w.dispatch_key, set()).add(w)
         if w.label is not None:
             self._label_keys[w.label[0]] += 1
 
     def remove_watcher(self, w: Watcher) -> None:
-        if w not in self.watchers:
-            return
-        self.watchers.discard(w)
         key = w.dispatch_key
-        bucket = self._dispatch[key]
+        bucket = self._dispatch.get(key)
+        if bucket is None or w not in bucket:
+            return
         bucket.discard(w)
         if not bucket:
             del self._dispatch[key]
