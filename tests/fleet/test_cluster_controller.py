@@ -59,6 +59,15 @@ def _kc(cluster: PhysicalCluster, **changes) -> str:
     return yaml.safe_dump(doc)
 
 
+def _changed(before: dict, after: dict, at: str = "") -> list[str]:
+    """The paths where two objects differ (resourceVersion and managedFields aside): what a
+    failure says changed."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return [] if before == after else [at or "."]
+    return [p for k in sorted(set(before) | set(after)) if k not in ("resourceVersion", "managedFields")
+            for p in _changed(before.get(k), after.get(k), f"{at}.{k}")]
+
+
 def test_the_seeds_example_says_what_is_wrong_with_it(fleet: Fleet) -> None:
     fleet.kubectl("apply", "-f", "-", stdin=SEED_EXAMPLE)
     _, reason, msg = fleet.wait_condition("my-cluster", "Connected", "False", "InvalidKubeConfig")
@@ -172,16 +181,19 @@ def test_unreachable_and_wrong_credentials_leave_the_good_cluster_alone(fleet: F
     reasons = {e["reason"] for e in fleet.events("good")}
     assert {"Connected", "Healthy", "ClusterProfileCreated"} <= reasons
     assert "Unreachable" in {e["reason"] for e in fleet.events("gone")}
-    # Steady state: probes every 0.3 s, but nothing changes, so nothing is written. A Cluster added
-    # now is probed and reported; once the watches (in revision order) have delivered its report,
-    # they have delivered every earlier write: none may be about the first three.
+    # Steady state (the good Cluster Ready: its types synced too): probes every 0.3 s, but nothing
+    # changes, so nothing is written. A Cluster added now is probed and reported; once the watches
+    # (in revision order) have delivered its report, they have delivered every earlier write: none
+    # may be about the first three.
+    fleet.wait_condition("good", "Ready", "True")
     paths = {plural: f"/clusters/{fleet.lc}/apis/{group}/namespaces/default/{plural}"
              for plural, group in (("clusters", "cluster.example.dev/v1alpha1"),
                                    ("clusterprofiles", "multicluster.x-k8s.io/v1alpha1"))}
-    streams = {}
+    streams, listed_at_rest = {}, {}
     for plural, path in paths.items():
         code, listed = fleet.hub.json("GET", path)
         assert code == 200 and len(listed["items"]) == 3
+        listed_at_rest[plural] = {o["metadata"]["name"]: o for o in listed["items"]}
         streams[plural] = Stream(fleet.hub, f"{path}?watch=1&resourceVersion={listed['metadata']['resourceVersion']}")
     try:
         fleet.apply_cluster("later", cluster_a.kubeconfig_text())
@@ -197,7 +209,8 @@ def test_unreachable_and_wrong_credentials_leave_the_good_cluster_alone(fleet: F
             s.close()
     for plural, s in streams.items():
         about_others = [(e["type"], e["object"]["metadata"]["name"],
-                         [(c["type"], c["status"], c.get("reason")) for c in (e["object"].get("status") or {}).get("conditions") or []])
+                         [(c["type"], c["status"], c.get("reason")) for c in (e["object"].get("status") or {}).get("conditions") or []],
+                         _changed(listed_at_rest[plural].get(e["object"]["metadata"]["name"], {}), e["object"]))
                         for e in s.events if e["object"]["metadata"]["name"] != "later"]
         assert about_others == [], (plural, about_others[:3])
 

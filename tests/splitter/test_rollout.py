@@ -115,7 +115,8 @@ def test_stage_by_stage_with_max_concurrency_and_kubectl_rollout_status(fleet: F
     wait_for(progress, 60, interval=0.2, what=f"every cluster at nginx:1.28 (order so far {order})")
     # stage 1: a; stage 2: 50% of the rest (b, c), one at a time; stage 3: d
     assert order == ["a", "b", "c", "d"], order
-    st = wait_for(lambda: (s := state(f, "web")).get("phase") == "Complete" and s, 20, what="rollout complete")
+    # still playing the clusters: the last child may have been updated after settle() read it
+    st = wait_state(f, "web", "rollout complete", phase="Complete")
     assert st["stages"] == [["a"], ["b", "c"], ["d"]] and st["number"] == 2
     # each cluster was released only after the one before it was done (minSuccessTime 1 s apart)
     rel, done = st["released"], st["done"]
