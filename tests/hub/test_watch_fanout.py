@@ -1,6 +1,7 @@
 """Watch fan-out as delivered straight to the connections (server/watch.py): many watches get
-every event in order, a watch with a deadline still ends on time while events flow, and a
-client that stops reading is dropped with a bound on what the hub holds for it."""
+every event in order, a watch with a deadline still ends on time while events flow, a client
+that hangs up is forgotten at once, and a client that stops reading is dropped with a bound on
+what the hub holds for it."""
 
 from __future__ import annotations
 
@@ -51,6 +52,18 @@ def test_many_watchers_get_every_event_in_order(hub: Hub, namespace: str):
         versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in s.events]
         assert versions == sorted(versions)
         s.close()
+
+
+def test_a_client_that_hangs_up_an_idle_watch_frees_it(hub: Hub, namespace: str):
+    """No event flows, so no write finds the connection gone: the hub learns of each hang-up
+    from the connection itself and stops the watch (it would otherwise stay registered until
+    its timeout, up to an hour)."""
+    base = watchers_gauge(hub)
+    streams = open_watches(hub, namespace, 5)
+    wait_for(lambda: watchers_gauge(hub) >= base + 5, 30, what="5 open watches")
+    for s in streams:
+        s.close()
+    wait_for(lambda: watchers_gauge(hub) <= base, 30, what=f"the 5 watches gone (gauge {watchers_gauge(hub)}, base {base})")
 
 
 def test_a_watch_timeout_ends_on_time_while_events_flow(hub: Hub, namespace: str):

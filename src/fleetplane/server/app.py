@@ -9,7 +9,6 @@ unexpected is logged with its traceback and answered with a 500 Status, never a 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import time
@@ -149,19 +148,18 @@ class HubApp:
         started = time.perf_counter()
         info: RequestInfo | None = None
         try:
-            async with contextlib.AsyncExitStack() as held:  # the flow-control seat, until the handler is done
-                info = parse(req.path)
-                if self.pipeline is not None:
-                    try:
-                        await self.pipeline.admit_request(req, info, held)
-                    finally:
-                        if self.audit is not None:
-                            audit[0] = self._audit_begin(req, info)
-                            req.keep_body = audit[0] is not None and audit[0].wants_request
-                if info.is_resource:
-                    await self.resources.handle(req, info)
-                else:
-                    await self._non_resource(req, info)
+            info = parse(req.path)
+            if self.pipeline is not None:
+                try:
+                    await self.pipeline.admit_request(req, info)
+                finally:
+                    if self.audit is not None:
+                        audit[0] = self._audit_begin(req, info)
+                        req.keep_body = audit[0] is not None and audit[0].wants_request
+            if info.is_resource:
+                await self.resources.handle(req, info)
+            else:
+                await self._non_resource(req, info)
         except TooManyRequests as exc:  # kube's plain-text 429, not a Status
             await respond(req, 429, exc.body, content_type="text/plain; charset=utf-8", extra=exc.headers)
         except StatusError as err:
@@ -172,6 +170,8 @@ class HubApp:
             log.exception("internal error serving %s %s", req.method, req.path)
             await self._safe_error(req, e.internal(f"an error on the server ({type(exc).__name__}) has prevented the request from succeeding"))
         finally:
+            if req.seat is not None:  # the flow-control seat, held until the handler is done
+                req.seat.release()
             self.metrics.observe(req, info, status[0], time.perf_counter() - started)
             if audit[0] is not None:
                 self._audit_finish(audit[0], req, status[0], b"".join(response))

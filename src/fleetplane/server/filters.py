@@ -9,7 +9,6 @@ the handlers pass on to admission through the registry's ``Context``.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,11 +62,10 @@ class Pipeline:
     #: API Priority and Fairness; None: every request runs at once (kube's --enable-priority-and-fairness=false)
     flow_control: Dispatcher | None = None
 
-    async def admit_request(self, req: Request, info: RequestInfo,
-                            held: contextlib.AsyncExitStack | None = None) -> Attributes:
+    async def admit_request(self, req: Request, info: RequestInfo) -> Attributes:
         """Authenticate, impersonate, seat (flow control) and authorize ``req``; raises
-        401/400/403 StatusErrors, or ``TooManyRequests``. The seat is given back when ``held``
-        closes (after the handler), a watch's as soon as its response starts."""
+        401/400/403 StatusErrors, or ``TooManyRequests``. The seat is left on ``req.seat``, for
+        the server to give back after the handler; a watch's goes as soon as its response starts."""
         user = await self.authenticator.authenticate(req.headers.get("authorization", ""), req.client_cert,
                                                      info.cluster, info.path)
         req.authenticated_user = req.user = user
@@ -76,10 +74,10 @@ class Pipeline:
         req.user = acting or user
         attrs = request_attributes(req.user, req, info)
         req.attributes = attrs
-        if self.flow_control is not None and held is not None:
+        if self.flow_control is not None:
             ticket = await self.flow_control.admit(attrs)
             if ticket is not None:
-                held.callback(ticket.release)
+                req.seat = ticket
                 _send_pf_headers(req, ticket, release_on_start=attrs.verb == "watch")
         result = self.authorizer.authorize(attrs)
         if not result.allowed:
@@ -90,7 +88,8 @@ class Pipeline:
 
 def _send_pf_headers(req: Request, ticket: Ticket, release_on_start: bool) -> None:
     """Every response of a classified request carries kube's X-Kubernetes-PF-* headers; a watch
-    holds its seat only until its response starts (its initialization, as in kube)."""
+    holds its seat only until its response starts (its initialization, as in kube). Once the
+    response has started the wrapper takes itself out (a watch streams for up to an hour)."""
     send = req.send
     extra = [(k.lower().encode(), v.encode()) for k, v in ticket.headers]
 
@@ -99,6 +98,8 @@ def _send_pf_headers(req: Request, ticket: Ticket, release_on_start: bool) -> No
             message = {**message, "headers": [*message.get("headers", ()), *extra]}
             if release_on_start:
                 ticket.release()
+                req.seat = None
+            req.send = send
         await send(message)
 
     req.send = send_with_headers

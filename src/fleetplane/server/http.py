@@ -27,7 +27,7 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     method: str
     path: str
@@ -62,6 +62,8 @@ class Request:
     #: the ASGI server's own send, beneath every wrapper: a watch writes its events past it,
     #: straight to the connection (server/watch.py)
     server_send: Send | None = None
+    #: the flow-control seat (pipeline.flowcontrol Ticket) the request holds while it is served
+    seat: Any = None
 
     @classmethod
     def from_scope(cls, scope: dict, receive: Receive, send: Send) -> Request:

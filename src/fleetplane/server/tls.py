@@ -77,6 +77,9 @@ class PeerCertProtocol(HttpToolsProtocol):
     _rejected = False
     _header_timer: asyncio.TimerHandle | None = None
     _requests = 0
+    #: called once when the connection is lost: a streaming response (a watch) learns of it here,
+    #: with no task of its own waiting on ``receive()`` for ``http.disconnect``
+    on_lost: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         limits = self.limits
@@ -124,6 +127,9 @@ class PeerCertProtocol(HttpToolsProtocol):
                 del limits.open_by_client[self._client_key]
             self._client_key = None
         super().connection_lost(exc)
+        if self.on_lost is not None:
+            on_lost, self.on_lost = self.on_lost, None
+            on_lost()
 
     def data_received(self, data: bytes) -> None:
         if self._rejected:

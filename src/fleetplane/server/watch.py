@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Awaitable, Callable
 
 import orjson
 from prometheus_client import Gauge
@@ -41,6 +42,7 @@ from ..storage import watchcache
 from ..storage.watchcache import CachedObject, Watcher, WatchEvent
 from . import tables
 from .http import Request, end_stream, start_stream, stream_chunk
+from .tls import PeerCertProtocol
 
 log = logging.getLogger("fleetplane.server")
 
@@ -112,7 +114,7 @@ class _Stream:
     """One watch's delivery: the watch cache's sink on one side, the connection on the other."""
 
     __slots__ = ("req", "store", "watcher", "encoder", "loop", "cycle", "flusher", "bookmark_interval", "live",
-                 "pending", "pending_bytes", "events", "scheduled", "ended", "blocked", "bookmark_due",
+                 "pending", "pending_bytes", "events", "scheduled", "ended", "disconnected", "blocked", "bookmark_due",
                  "error", "last_rev", "last_write", "deadline", "deadline_timer", "bookmark_timer", "waiter")
 
     def __init__(self, req: Request, store: GenericStore, watcher: Watcher, encoder: _Encoder,
@@ -129,6 +131,7 @@ class _Stream:
         self.events: list[WatchEvent] = []
         self.scheduled = False
         self.ended = False
+        self.disconnected = False
         self.blocked = False  # the connection is paused: the serving task waits for it to drain
         self.bookmark_due = False
         self.error: StatusError | None = None
@@ -172,6 +175,11 @@ class _Stream:
         elif self.live and not self.scheduled and not self.blocked:
             self.scheduled = True
             self.flusher.add(self)
+
+    def disconnect(self) -> None:
+        """The client is gone: the watch stops, nothing more is written."""
+        self.disconnected = True
+        self.watcher.stop()
 
     def end(self) -> None:
         """The watcher stopped (timeout, shutdown, overflow, the client gone): the task ends the stream."""
@@ -295,18 +303,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
 
     gauge = watchers.labels(rt.group_resource)
     gauge.inc()
-    disconnected = False
-
-    async def watch_disconnect() -> None:
-        nonlocal disconnected
-        while True:
-            msg = await req.receive()
-            if msg["type"] == "http.disconnect":
-                disconnected = True
-                watcher.stop()
-                return
-
-    listener = asyncio.create_task(watch_disconnect())
+    stop_listening = _on_disconnect(req, stream)
     try:
         await start_stream(req)
         chunk = [await encoder.events([("ADDED", o) for o in initial] + list(replay))]
@@ -345,7 +342,7 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
             stream.pending.clear()
             stream.events.clear()
             await _last_words(req, stream, _error_event(e.gone("the watcher fell too far behind; please resume")))
-        elif not disconnected:
+        elif not stream.disconnected:
             if stream.pending and await stream.drain():
                 stream.flush()
             if stream.events:
@@ -361,12 +358,42 @@ async def serve_watch(req: Request, store: GenericStore, rt: ResourceType, ctx: 
         gauge.dec()
         watcher.stop()
         stream.cancel_timers()
+        await stop_listening()
+    if not stream.disconnected:
+        with contextlib.suppress(Exception):
+            await end_stream(req)
+
+
+def _on_disconnect(req: Request, stream: _Stream) -> Callable[[], Awaitable[None]]:
+    """Stop the watch when its client goes: told by the hub's own connection protocol (no task,
+    which would cost every open watch a task and its frames), else by a task reading ``receive()``
+    for ``http.disconnect`` (another ASGI server). Returns what stops listening, once the watch ends."""
+    cycle = getattr(req.server_send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    protocol = transport.get_protocol() if transport is not None else None
+    if req.websocket is None and cycle is not None and isinstance(protocol, PeerCertProtocol):
+        if cycle.disconnected:
+            stream.disconnect()
+        else:
+            protocol.on_lost = stream.disconnect
+
+        async def forget() -> None:  # the connection may serve other requests after this one
+            if protocol.on_lost == stream.disconnect:
+                protocol.on_lost = None
+        return forget
+
+    async def listen() -> None:
+        while (await req.receive())["type"] != "http.disconnect":
+            pass
+        stream.disconnect()
+
+    listener = asyncio.create_task(listen())
+
+    async def cancel() -> None:
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await listener
-    if not disconnected:
-        with contextlib.suppress(Exception):
-            await end_stream(req)
+    return cancel
 
 
 async def _last_words(req: Request, stream: _Stream, line: bytes) -> None:
