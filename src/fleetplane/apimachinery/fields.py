@@ -28,6 +28,8 @@ class FieldRequirement:
 class FieldSelector:
     """A parsed ``fieldSelector``; fields are checked against a per-kind whitelist."""
 
+    __slots__ = ("requirements",)  # one per open watch, and per list
+
     def __init__(self, requirements: list[FieldRequirement]) -> None:
         self.requirements = requirements
 

@@ -50,6 +50,8 @@ class Requirement:
 class LabelSelector:
     """A parsed ``labelSelector`` query (the comma-AND of requirements)."""
 
+    __slots__ = ("requirements",)  # one per open watch, and per list
+
     def __init__(self, requirements: list[Requirement]) -> None:
         self.requirements = requirements
 

@@ -98,7 +98,7 @@ class Context:
     body_size: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class ListOptions:
     label_selector: LabelSelector | None = None
     field_selector: FieldSelector | None = None

@@ -411,6 +411,8 @@ async def _last_words(req: Request, stream: _Stream, line: bytes) -> None:
 class _Encoder:
     """Encodes events for one watch; plain JSON reuses the bytes cached on the event."""
 
+    __slots__ = ("rt", "store", "table", "include_object", "headers_sent", "plain")
+
     def __init__(self, rt: ResourceType, store: GenericStore, table: bool, include_object: str) -> None:
         self.rt = rt
         self.store = store

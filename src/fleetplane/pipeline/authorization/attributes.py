@@ -8,7 +8,7 @@ from enum import Enum
 from ..user import UserInfo
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attributes:
     user: UserInfo
     verb: str  # get list watch create update patch delete deletecollection (resources); get post ... (paths)
