@@ -73,12 +73,17 @@ def _error_event(err: StatusError) -> bytes:
     return orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n"
 
 
+def _server_cycle(req: Request) -> RequestResponseCycle | None:
+    """uvicorn's HTTP response cycle beneath ``req``; None under another server or for a WebSocket."""
+    cycle = getattr(req.server_send, "__self__", None)
+    return cycle if req.websocket is None and isinstance(cycle, RequestResponseCycle) else None
+
+
 def _direct_cycle(req: Request) -> RequestResponseCycle | None:
     """uvicorn's response cycle of a started chunked response, whose transport a watch may
     write whole chunks to; None for anything else (another server, HEAD, a WebSocket)."""
-    cycle = getattr(req.server_send, "__self__", None)
-    if req.websocket is None and isinstance(cycle, RequestResponseCycle) and cycle.chunked_encoding is True \
-            and cycle.response_started and not cycle.response_complete:
+    cycle = _server_cycle(req)
+    if cycle is not None and cycle.chunked_encoding is True and cycle.response_started and not cycle.response_complete:
         return cycle
     return None
 
@@ -432,10 +437,9 @@ def _on_disconnect(req: Request, stream: _Stream) -> Callable[[], Awaitable[None
     """Stop the watch when its client goes: told by the hub's own connection protocol (no task,
     which would cost every open watch a task and its frames), else by a task reading ``receive()``
     for ``http.disconnect`` (another ASGI server). Returns what stops listening, once the watch ends."""
-    cycle = getattr(req.server_send, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    protocol = transport.get_protocol() if transport is not None else None
-    if req.websocket is None and cycle is not None and isinstance(protocol, PeerCertProtocol):
+    cycle = _server_cycle(req)
+    protocol = cycle.transport.get_protocol() if cycle is not None else None
+    if cycle is not None and isinstance(protocol, PeerCertProtocol):
         if cycle.disconnected:
             stream.disconnect()
         else:

@@ -416,7 +416,7 @@ class WatchCache:
     def stop_watchers(self) -> None:
         """End every open watch (shutdown, a relist); clients resume elsewhere or after restart."""
         for rc in self.resources.values():
-            for w in list(rc.watchers):
+            for w in rc.watchers:  # a list of its own: a stopped watcher leaves the index
                 w.stop()
 
     def resource(self, key_or_prefix: str) -> ResourceCache:
@@ -498,9 +498,7 @@ class WatchCache:
                 await asyncio.sleep(0.5)
 
     def _relist(self, kvs: list[KeyValue], rev: int) -> None:
-        for rc in self.resources.values():
-            for w in list(rc.watchers):
-                w.stop()
+        self.stop_watchers()
         self.resources.clear()
         self._handed.clear()  # their events are skipped: what they wrote is in the relist
         self._load(kvs, rev)
