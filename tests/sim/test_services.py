@@ -171,10 +171,17 @@ def test_defaults_allocation_errors_and_columns(k: Kubectl):
     bad = k.fail("patch", "svc", "plain", "-p", '{"spec":{"clusterIP":"10.100.0.200","clusterIPs":["10.100.0.200"]}}')
     assert 'spec.clusterIPs[0]: Invalid value: []string{"10.100.0.200"}: may not change once set' in bad.err
 
-    # node ports are cluster-wide: another test's Service (its namespace still going away) may hold one
+    # node ports are cluster-wide: another test's Service (its namespace still going away) may hold
+    # one, and a value handed out stays reserved for up to RESERVATION_SECONDS (5 s) after its
+    # Service is gone if no allocation saw it stored (apis/core/service.py _Reservations)
     held = {p.get("nodePort") for s in k.get_json("svc", "-A")["items"] for p in s["spec"]["ports"]}
     port = next(p for p in range(30000, 30011) if p not in held)
-    k("create", "service", "nodeport", "np", "--tcp", "80:8080", "--node-port", str(port))
+
+    def created() -> bool:
+        r = k("create", "service", "nodeport", "np", "--tcp", "80:8080", "--node-port", str(port), check=False)
+        assert r.code == 0 or "provided port is already allocated" in r.err, r.err
+        return r.code == 0
+    wait_for(created, 15, interval=0.5, what=f"a NodePort Service on port {port}")
     assert k.get_json("svc", "np")["spec"]["ports"][0]["nodePort"] == port
     bad = k.fail("create", "service", "nodeport", "np2", "--tcp", "80", "--node-port", str(port))
     assert f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already allocated" in bad.err
